@@ -1,0 +1,67 @@
+# strata: `make demo` sets everything up and profiles the seed's example;
+# `make test` sets everything up and runs the whole test suite.
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+ASANVENV := .venv-asan
+DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-venv
+# Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs.
+TEST_DEBS :=
+
+.PHONY: all deps venv build demo test test-c test-py test-asan bench clean
+
+all: build
+
+# Debian packages, installed only when one is missing (apt-get update once first).
+deps:
+	@missing=""; for p in $(DEBS) $(TEST_DEBS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+venv: deps $(PY)
+	$(PY) -m pip install -q -r requirements-dev.txt
+
+build: venv
+	$(PY) -m pip install -q --no-build-isolation . 2>&1 | grep -v "^\s*$$" || true
+	@$(VENV)/bin/strata --version >/dev/null
+
+demo: build
+	cd examples && STRATA_PROFILE=ON STRATA_COMPONENTS=trip_count,wall_clock \
+	  ../$(VENV)/bin/strata python -o ../demo-output -- ./example.py
+	@echo "results in demo-output/"
+
+test-c: deps
+	cmake -S . -B build/ctest -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build build/ctest -j2 >/dev/null
+	cd build/ctest && ctest --output-on-failure
+
+test-py: build
+	$(PY) -m pytest -q tests
+
+# The same Python suite against a build with AddressSanitizer and
+# UndefinedBehaviorSanitizer; the interpreter itself is not instrumented, so the
+# runtime is preloaded and leak checking (which would report CPython's own) is off.
+test-asan: deps
+	@[ -x $(ASANVENV)/bin/python ] || $(PYTHON) -m venv $(ASANVENV)
+	$(ASANVENV)/bin/python -m pip install -q -r requirements-dev.txt
+	STRATA_SANITIZE=asan-ubsan $(ASANVENV)/bin/python -m pip install -q --no-build-isolation \
+	  --config-settings=build-dir=build/asan .
+	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  STRATA_TEST_SANITIZED=1 $(ASANVENV)/bin/python -m pytest -q -x tests
+
+test: test-c test-py test-asan
+
+bench: build
+	$(PY) bench/run.py
+
+clean:
+	rm -rf build $(VENV) $(ASANVENV) demo-output

@@ -1,0 +1,113 @@
+/* The `strata` command.
+ *
+ *     strata python [options] [--] script.py [args]
+ *
+ * `strata python` checks its command line with the same parser the extension uses
+ * (so a mistake is reported before any interpreter starts), then replaces itself
+ * with `<python> -m strata <the same words>`. The interpreter is PYTHON_EXECUTABLE,
+ * else the python3 beside this executable (a virtual environment's bin/), else the
+ * interpreter strata was built for, else python3 from PATH. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/args.h"
+
+extern char **environ;
+
+#ifndef STRATA_BUILD_PYTHON
+#define STRATA_BUILD_PYTHON ""
+#endif
+
+static int usage(FILE *out)
+{
+    fputs("usage: strata <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  python [options] [--] script.py [args]   profile a Python script\n"
+          "  python [options] [--] -m module [args]   profile a Python module\n"
+          "\n"
+          "  strata python --help    options of the python command\n"
+          "  strata --version        print the version\n",
+          out);
+    return out == stdout ? 0 : 2;
+}
+
+static int die(const char *text)
+{
+    fprintf(stderr, "strata: error: %s\n", text);
+    return 2;
+}
+
+/* The interpreter to run, written into buf. */
+static const char *find_python(char *buf, size_t size)
+{
+    const char *env = getenv("PYTHON_EXECUTABLE");
+    if (env && *env)
+        return env;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        const char *dir = dirname(self);
+        const char *names[] = {"python3", "python"};
+        for (int i = 0; i < 2; i++) {
+            if (snprintf(buf, size, "%s/%s", dir, names[i]) < (int)size &&
+                access(buf, X_OK) == 0)
+                return buf;
+        }
+    }
+    if (*STRATA_BUILD_PYTHON && access(STRATA_BUILD_PYTHON, X_OK) == 0)
+        return STRATA_BUILD_PYTHON;
+    return "python3";
+}
+
+static int run_python(int argc, char **argv)
+{
+    st_args_t args;
+    st_msg_t msg;
+    int rc = st_args_parse_python(&args, argc, argv, environ, NULL, stdout, &msg);
+    if (rc == ST_EHELP)
+        return 0;
+    if (rc < 0)
+        return die(msg.text);
+    st_args_free(&args);
+
+    char buf[PATH_MAX];
+    const char *python = find_python(buf, sizeof buf);
+    char **cmd = calloc((size_t)argc + 4, sizeof *cmd);
+    if (!cmd)
+        return die("out of memory");
+    cmd[0] = (char *)python;
+    cmd[1] = "-m";
+    cmd[2] = "strata";
+    for (int i = 0; i < argc; i++)
+        cmd[3 + i] = argv[i];
+    execvp(python, cmd);
+    fprintf(stderr, "strata: error: cannot run the Python interpreter '%s': %s (set "
+                    "PYTHON_EXECUTABLE)\n",
+            python, strerror(errno));
+    free(cmd);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage(stderr);
+    const char *verb = argv[1];
+    if (strcmp(verb, "-h") == 0 || strcmp(verb, "--help") == 0)
+        return usage(stdout);
+    if (strcmp(verb, "--version") == 0) {
+        printf("strata %s\n", STRATA_VERSION);
+        return 0;
+    }
+    if (strcmp(verb, "python") == 0)
+        return run_python(argc - 2, argv + 2);
+    fprintf(stderr, "strata: error: unknown command '%s' (see 'strata --help')\n", verb);
+    return 2;
+}

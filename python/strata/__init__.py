@@ -1,0 +1,23 @@
+"""strata: a profiler for Python and native programs.
+
+    import strata
+
+    @strata.profile()          # record run() and what it calls
+    def run(n): ...
+
+    with strata.profile():     # or record a block
+        run(20)
+
+See docs/usage.md. The work is done in C (the `_strata` extension); this package
+only connects it to Python.
+"""
+import os as _os
+
+from . import _strata
+
+_strata.set_internal_dir(_os.path.dirname(_os.path.abspath(__file__)))
+
+from .profiler import Profile, config, noprofile, profile  # noqa: E402
+
+__version__ = _strata.__version__
+__all__ = ["Profile", "config", "noprofile", "profile", "__version__"]

@@ -1,0 +1,131 @@
+"""Runs a script or module under the profiler as `python script.py` would run it.
+
+The options are parsed in C (the same parser as the `strata` command). What is left
+here is what only Python can do: make the __main__ module, set sys.argv and
+sys.path, run the code, and give the program's own exit status, traceback and
+signals back unchanged.
+"""
+import atexit
+import builtins
+import os
+import signal
+import sys
+import threading  # noqa: F401  (imported before profiling starts)
+import types
+
+from . import _strata
+from .profiler import noprofile, profile
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_interrupted = False
+
+
+def _error(text):
+    sys.stderr.write(f"strata: error: {text}\n")
+    sys.stderr.flush()
+    return 2
+
+
+def _finalize():
+    _strata.finalize()
+    if _interrupted:
+        # Plain Python ends by SIGINT after an uncaught KeyboardInterrupt.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def _strip(tb):
+    """The traceback without strata's own frames (and runpy's, for -m)."""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith(_HERE + os.sep):
+            tb = tb.tb_next
+        else:
+            break
+    return tb
+
+
+def _run_setup(path):
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    exec(code, {"__name__": "__strata_setup__", "__file__": path, "__builtins__": builtins})
+
+
+def main(argv):
+    global _interrupted
+    try:
+        parsed = _strata.parse_cli(list(argv))
+    except _strata.Error as e:
+        return _error(e)
+    if parsed is None:  # --help
+        return 0
+    target, args = parsed["target"], parsed["args"]
+
+    if parsed["is_module"]:
+        import importlib.util
+        sys.path[0] = os.getcwd()
+        try:
+            spec = importlib.util.find_spec(target)
+        except Exception as e:  # a parent package that fails to import
+            spec, why = None, f"{type(e).__name__}: {e}"
+        else:
+            why = "no such module"
+        if spec is None:
+            return _error(f"cannot find module '{target}' ({why})")
+        name = target.rsplit(".", 1)[-1]
+    else:
+        name = os.path.splitext(os.path.basename(target))[0] or "script"
+        try:
+            with open(target, "rb") as f:
+                source = f.read()
+            code = compile(source, target, "exec")
+        except OSError as e:
+            return _error(f"cannot read script '{target}': {e.strerror}")
+        except SyntaxError:
+            code = None  # let Python report it as it would, below
+
+    try:
+        _strata.begin(name, ["strata", "python"] + list(argv))
+    except _strata.Error as e:
+        return _error(e)
+
+    # Registered first, so it runs last: after threading's shutdown (non-daemon
+    # threads have finished) and after the program's own atexit handlers.
+    atexit.register(_finalize)
+    os.register_at_fork(after_in_child=_strata.after_fork_child)
+    builtins.profile = profile
+    builtins.noprofile = noprofile
+
+    if parsed["setup"]:
+        _run_setup(parsed["setup"])
+
+    main_module = types.ModuleType("__main__")
+    main_module.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main_module
+    try:
+        if parsed["is_module"]:
+            import runpy
+            sys.argv = [target] + args
+            _strata.start()
+            runpy._run_module_as_main(target, alter_argv=True)
+        else:
+            main_module.__file__ = target
+            main_module.__cached__ = None
+            sys.argv = [target] + args
+            sys.path[0] = os.path.dirname(os.path.abspath(target))
+            if code is None:
+                code = compile(source, target, "exec")  # raises the SyntaxError
+            _strata.start()
+            exec(code, main_module.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        _interrupted = isinstance(e, KeyboardInterrupt)
+        sys.excepthook(type(e), e, _strip(e.__traceback__))
+        return 1
+    return 0

@@ -1,0 +1,103 @@
+/* The call tree of one thread, with metric accumulators on every node.
+ *
+ * Design note. A collector calls st_calltree_push() when a function starts and
+ * st_calltree_pop() when it ends; the tree keeps a shadow stack of open calls. Each
+ * open call carries a `key` (for Python, the frame object): pop() only closes the
+ * top call when its key matches, so events for calls that were never pushed
+ * (filtered out, started before profiling, outside a -b scope) fall through
+ * without unbalancing the stack.
+ *
+ * A node is a call path: (parent node, label). Calls with the same label under the
+ * same parent merge, so memory grows with the number of distinct paths, never with
+ * the number of calls. Finding the child is the hot step: each node remembers the
+ * child it last entered (`hint`), which hits for loops and recursion; otherwise an
+ * open-addressing map keyed by (parent, label) answers. Nothing is allocated once
+ * the paths of a program have been seen, and no lock is taken: a tree belongs to one
+ * thread.
+ *
+ * Time arrives from the caller, in ticks of st_clock (or a test's fake clock), one
+ * value per timer; the tree never reads a clock. push() returns the new frame so the
+ * caller can stamp the start times last, after the bookkeeping, and pop() takes the
+ * end times the caller read first. Each timer's accumulator keeps count, sum, min,
+ * max, self (sum less the time of recorded children), and mean and M2 by Welford's
+ * method for the variance.
+ *
+ * Bounds: at most `max_nodes` nodes; a call that would need a new node beyond that
+ * is counted in `dropped` and not recorded (nor is anything it calls), and the
+ * stack stays balanced. An allocation failure sets the sticky `failed` flag and
+ * behaves the same way. */
+#ifndef STRATA_CORE_CALLTREE_H
+#define STRATA_CORE_CALLTREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ST_TIMER_WALL 0
+#define ST_TIMER_CPU 1
+#define ST_NTIMERS 2
+
+#define ST_NODE_NONE UINT32_MAX /* "no node": dropped frame, end of a list */
+
+typedef struct {
+    uint64_t sum, min, max, self; /* ticks */
+    double mean, m2;              /* Welford, ticks and ticks^2 */
+} st_accum_t;
+
+typedef struct {
+    uint32_t label;        /* interned label id; the root's is ST_NODE_NONE */
+    uint32_t parent;
+    uint32_t first_child, last_child, next_sibling;
+    uint32_t hint;         /* the child entered last, or ST_NODE_NONE */
+    uint32_t depth;        /* 0 for the root's children */
+    uint64_t count;        /* completed calls */
+    st_accum_t acc[ST_NTIMERS];
+} st_node_t;
+
+typedef struct {
+    const void *key;       /* identity of the call (frame), matched on pop */
+    uint32_t node;         /* ST_NODE_NONE when not recorded (dropped) */
+    uint64_t t0[ST_NTIMERS];
+    uint64_t child[ST_NTIMERS];
+} st_frame_t;
+
+typedef struct {
+    st_node_t *nodes;      /* nodes[0] is the root */
+    uint32_t nnodes, capnodes, max_nodes;
+    st_frame_t *stack;
+    uint32_t depth, capstack;
+    uint64_t *map_keys;    /* (parent << 32 | label) + 1, 0 = empty */
+    uint32_t *map_vals;
+    uint32_t map_slots, map_count;
+    uint64_t dropped;      /* calls not recorded because of max_nodes */
+    int failed;            /* sticky: an allocation failed */
+} st_calltree_t;
+
+/* Makes an empty tree holding at most max_nodes nodes (0: no limit).
+ * Returns 0 or ST_ENOMEM. */
+int st_calltree_init(st_calltree_t *t, uint32_t max_nodes);
+void st_calltree_free(st_calltree_t *t);
+
+/* Opens a call of `label` under the current top of the stack and returns its
+ * frame, whose t0[] the caller fills in; returns NULL only when the stack itself
+ * cannot grow (then nothing was pushed and failed is set). */
+st_frame_t *st_calltree_push(st_calltree_t *t, uint32_t label, const void *key);
+
+/* Closes the top call if its key is `key`, charging now[i] - t0[i] to each of the
+ * first `ntimers` timers. Returns 1 if a call was closed, 0 if the top did not
+ * match (or the stack is empty). */
+int st_calltree_pop(st_calltree_t *t, const void *key, const uint64_t *now, int ntimers);
+
+/* Closes every open call at `now`, innermost first (for calls still running when
+ * results are written). */
+void st_calltree_close_all(st_calltree_t *t, const uint64_t *now, int ntimers);
+
+/* The key of the innermost open call, or NULL. */
+static inline const void *st_calltree_top_key(const st_calltree_t *t)
+{
+    return t->depth ? t->stack[t->depth - 1].key : NULL;
+}
+
+/* Variance (population, in ticks^2) of an accumulator over `count` calls. */
+double st_accum_var(const st_accum_t *a, uint64_t count);
+
+#endif

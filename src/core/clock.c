@@ -1,0 +1,77 @@
+#include "core/clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+st_clock_kind_t st_clock_kind_ = ST_CLOCK_MONOTONIC;
+
+static uint64_t calib_ticks0, calib_ns0;
+
+/* True when /proc/cpuinfo lists both flags that make the TSC a usable clock. */
+static int tsc_is_invariant(void)
+{
+#if defined(__x86_64__)
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return 0;
+    char line[8192];
+    int ok = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) == 0) {
+            ok = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+            break;
+        }
+    }
+    fclose(f);
+    return ok;
+#else
+    return 0;
+#endif
+}
+
+void st_clock_init(void)
+{
+    const char *want = getenv("STRATA_CLOCK");
+    st_clock_kind_ = ST_CLOCK_MONOTONIC;
+    if (!(want && strcmp(want, "monotonic") == 0) && tsc_is_invariant())
+        st_clock_kind_ = ST_CLOCK_TSC;
+    calib_ns0 = st_clock_monotonic_ns();
+    calib_ticks0 = st_clock_ticks();
+}
+
+st_clock_kind_t st_clock_kind(void) { return st_clock_kind_; }
+
+const char *st_clock_name(void) { return st_clock_kind_ == ST_CLOCK_TSC ? "tsc" : "monotonic"; }
+
+double st_clock_ns_per_tick(void)
+{
+    if (st_clock_kind_ != ST_CLOCK_TSC)
+        return 1.0;
+    uint64_t ns = st_clock_monotonic_ns();
+    uint64_t ticks = st_clock_ticks();
+    /* Too short a window to calibrate well: measure 10 ms more. */
+    while (ns - calib_ns0 < 10000000u) {
+        struct timespec req = {0, 1000000};
+        nanosleep(&req, NULL);
+        ns = st_clock_monotonic_ns();
+        ticks = st_clock_ticks();
+    }
+    if (ticks <= calib_ticks0)
+        return 1.0;
+    return (double)(ns - calib_ns0) / (double)(ticks - calib_ticks0);
+}
+
+uint64_t st_clock_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t st_clock_realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,66 @@
+/* The one clock of strata.
+ *
+ * Design note. The hot path reads a raw tick counter and never converts: on x86-64
+ * with an invariant TSC (the CPU flags `constant_tsc` and `nonstop_tsc`) that is
+ * `rdtsc`, a few nanoseconds, where two clock_gettime calls per Python call would
+ * cost as much as the interpreter's hook itself. Ticks become nanoseconds only when
+ * results are written, with a ratio calibrated against CLOCK_MONOTONIC over the
+ * whole run (st_clock_ns_per_tick takes a fresh pair of readings each time it is
+ * asked, so a long run calibrates better). Without an invariant TSC, or with
+ * STRATA_CLOCK=monotonic in the environment, ticks are CLOCK_MONOTONIC nanoseconds.
+ *
+ * Thread CPU time (the cpu_clock component) is CLOCK_THREAD_CPUTIME_ID in
+ * nanoseconds: a system call, documented as the costly component.
+ *
+ * Tests inject time by passing their own timestamps to the call tree, which never
+ * reads a clock itself. */
+#ifndef STRATA_CORE_CLOCK_H
+#define STRATA_CORE_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+typedef enum { ST_CLOCK_MONOTONIC = 0, ST_CLOCK_TSC = 1 } st_clock_kind_t;
+
+/* Chooses the tick source and takes the first calibration reading. Call once,
+ * before any st_clock_ticks(); not thread-safe. */
+void st_clock_init(void);
+
+/* Which source st_clock_ticks() reads. */
+st_clock_kind_t st_clock_kind(void);
+const char *st_clock_name(void);
+
+/* Nanoseconds per tick, calibrated from st_clock_init() until now (1.0 for the
+ * monotonic source). */
+double st_clock_ns_per_tick(void);
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
+uint64_t st_clock_monotonic_ns(void);
+uint64_t st_clock_realtime_ns(void);
+
+extern st_clock_kind_t st_clock_kind_;
+
+/* The raw tick counter: signal-safe, lock-free, no system call on TSC. */
+static inline uint64_t st_clock_ticks(void)
+{
+#if defined(__x86_64__)
+    if (st_clock_kind_ == ST_CLOCK_TSC) {
+        uint32_t lo, hi;
+        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+        return ((uint64_t)hi << 32) | lo;
+    }
+#endif
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time of the calling thread in nanoseconds (a system call). */
+static inline uint64_t st_clock_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif

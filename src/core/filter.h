@@ -1,0 +1,37 @@
+/* Function and module filters: regexes compiled once (PCRE2), asked once per code
+ * object; the collector caches the verdict, so the hot path never runs a regex.
+ *
+ * A name passes when, if the restrict list is non-empty, it matches one of its
+ * regexes; otherwise when it matches no exclude regex, or matches an include regex.
+ * A function is kept when its name passes the function lists and its file passes
+ * the module lists. Matching is a search anywhere in the string (like re.search). */
+#ifndef STRATA_CORE_FILTER_H
+#define STRATA_CORE_FILTER_H
+
+#include <stddef.h>
+
+#include "core/err.h"
+
+struct st_settings;
+
+typedef struct {
+    void **codes;  /* pcre2_code_8 *, owned */
+    size_t n;
+} st_regex_list_t;
+
+typedef struct {
+    st_regex_list_t func_include, func_exclude, func_restrict;
+    st_regex_list_t mod_include, mod_exclude, mod_restrict;
+} st_filter_t;
+
+/* Checks that pattern compiles; fills msg naming `what` (e.g. the setting) if not. */
+int st_regex_check(const char *pattern, const char *what, st_msg_t *msg);
+
+/* Compiles the six regex-list settings. On failure nothing is left allocated. */
+int st_filter_init(st_filter_t *f, const struct st_settings *s, st_msg_t *msg);
+void st_filter_free(st_filter_t *f);
+
+/* 1 if a function named `func` defined in file `file` is to be recorded. */
+int st_filter_keeps(const st_filter_t *f, const char *func, const char *file);
+
+#endif

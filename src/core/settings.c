@@ -1,0 +1,491 @@
+#include "core/settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/components.h"
+#include "core/filter.h"
+
+/* The registry. Keep it in the order of st_setting_id_t. */
+static const st_setting_def_t defs[ST_NSETTINGS] = {
+    [ST_S_PROFILE] = {"profile", "STRATA_PROFILE", ST_TYPE_BOOL, "ON", "general",
+                      "Build the call-tree profile and its tables", NULL, NULL, 0, 1},
+    [ST_S_COMPONENTS] = {"components", "STRATA_COMPONENTS", ST_TYPE_LIST, "wall_clock", "general",
+                         "What the profile measures on every call",
+                         "trip_count,wall_clock,cpu_clock", "--components", 0, 0},
+    [ST_S_OUTPUT_PATH] = {"output_path", "STRATA_OUTPUT_PATH", ST_TYPE_STRING, "", "output",
+                          "Results folder (empty: strata-<target>-output/<date_time>)", NULL,
+                          "-o, --output", 0, 0},
+    [ST_S_PRINT_TABLES] = {"print_tables", "STRATA_PRINT_TABLES", ST_TYPE_BOOL, "ON", "output",
+                           "Print the tables to standard error when the program ends", NULL,
+                           NULL, 0, 1},
+    [ST_S_PRECISION] = {"precision", "STRATA_PRECISION", ST_TYPE_INT, "6", "output",
+                        "Decimals of the times in the tables", NULL, NULL, 0, 12},
+    [ST_S_VERBOSE] = {"verbose", "STRATA_VERBOSE", ST_TYPE_INT, "0", "general",
+                      "Logging verbosity: 0 quiet, 1 what strata does, 2 debug", NULL,
+                      "-v, --verbosity", 0, 3},
+    [ST_S_CONFIG_FILE] = {"config_file", "STRATA_CONFIG_FILE", ST_TYPE_STRING, "", "general",
+                          "Configuration file of NAME = value lines (empty: ~/.strata.cfg)",
+                          NULL, "-c, --config", 0, 0},
+    [ST_S_SETUP] = {"setup", "STRATA_SETUP", ST_TYPE_STRING, "", "python",
+                    "Python file run (unprofiled, in its own namespace) before the script",
+                    NULL, "-s, --setup", 0, 0},
+    [ST_S_BUILTIN] = {"builtin", "STRATA_BUILTIN", ST_TYPE_BOOL, "OFF", "python",
+                      "Record only @profile functions and 'with profile:' blocks", NULL,
+                      "-b, --builtin", 0, 1},
+    [ST_S_FULL_FILEPATH] = {"full_filepath", "STRATA_FULL_FILEPATH", ST_TYPE_BOOL, "OFF",
+                            "python", "Full file paths in labels instead of base names", NULL,
+                            "-F, --full-filepath", 0, 1},
+    [ST_S_LABEL] = {"label", "STRATA_LABEL", ST_TYPE_LIST, "", "python",
+                    "Add the arguments, file and/or line to function labels", "args,file,line",
+                    "--label", 0, 0},
+    [ST_S_TRACE_C] = {"trace_c", "STRATA_TRACE_C", ST_TYPE_BOOL, "OFF", "python",
+                      "Record C functions under their own names", NULL, "--trace-c", 0, 1},
+    [ST_S_INCLUDE_INTERNAL] = {"include_internal", "STRATA_INCLUDE_INTERNAL", ST_TYPE_BOOL, "OFF",
+                               "python", "Record strata's own Python code", NULL, NULL, 0, 1},
+    [ST_S_FUNCTION_INCLUDE] = {"function_include", "STRATA_FUNCTION_INCLUDE", ST_TYPE_REGEX_LIST,
+                               "", "filters",
+                               "Keep functions whose names match these regexes even if excluded",
+                               NULL, "-I, --function-include", 0, 0},
+    [ST_S_FUNCTION_EXCLUDE] = {"function_exclude", "STRATA_FUNCTION_EXCLUDE",
+                               ST_TYPE_REGEX_LIST, "^<.*>$", "filters",
+                               "Leave out functions whose names match these regexes", NULL,
+                               "-E, --function-exclude", 0, 0},
+    [ST_S_FUNCTION_RESTRICT] = {"function_restrict", "STRATA_FUNCTION_RESTRICT",
+                                ST_TYPE_REGEX_LIST, "", "filters",
+                                "Record only functions whose names match these regexes", NULL,
+                                "-R, --function-restrict", 0, 0},
+    [ST_S_MODULE_INCLUDE] = {"module_include", "STRATA_MODULE_INCLUDE", ST_TYPE_REGEX_LIST, "",
+                             "filters", "Keep code from files matching these regexes", NULL,
+                             "-MI, --module-include", 0, 0},
+    [ST_S_MODULE_EXCLUDE] = {"module_exclude", "STRATA_MODULE_EXCLUDE", ST_TYPE_REGEX_LIST,
+                             "(encoder|decoder|threading).py$ ^<.*>$", "filters",
+                             "Leave out code from files matching these regexes", NULL,
+                             "-ME, --module-exclude", 0, 0},
+    [ST_S_MODULE_RESTRICT] = {"module_restrict", "STRATA_MODULE_RESTRICT", ST_TYPE_REGEX_LIST,
+                              "", "filters", "Record only code from files matching these regexes",
+                              NULL, "-MR, --module-restrict", 0, 0},
+    [ST_S_MAX_NODES] = {"max_nodes", "STRATA_MAX_NODES", ST_TYPE_INT, "1000000", "general",
+                        "Most call-tree nodes per thread (about 140 bytes each); calls on "
+                        "new paths beyond it are counted as dropped",
+                        NULL, NULL, 1, 100000000},
+    [ST_S_CLOCK] = {"clock", "STRATA_CLOCK", ST_TYPE_CHOICE, "auto", "general",
+                    "Time source: the TSC where it is invariant, else CLOCK_MONOTONIC",
+                    "auto,tsc,monotonic", NULL, 0, 0},
+};
+
+const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }
+
+int st_setting_find(const char *name)
+{
+    const char *bare = strncasecmp(name, "STRATA_", 7) == 0 ? name + 7 : name;
+    for (int i = 0; i < ST_NSETTINGS; i++)
+        if (strcasecmp(defs[i].name, bare) == 0)
+            return i;
+    return -1;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return 64;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = toupper((unsigned char)a[i - 1]) != toupper((unsigned char)b[j - 1]);
+            size_t best = diag + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *st_setting_closest(const char *name)
+{
+    const char *bare = strncasecmp(name, "STRATA_", 7) == 0 ? name + 7 : name;
+    size_t best = (size_t)-1;
+    const char *env = defs[0].env;
+    for (int i = 0; i < ST_NSETTINGS; i++) {
+        size_t d = edit_distance(bare, defs[i].name);
+        if (d < best) {
+            best = d;
+            env = defs[i].env;
+        }
+    }
+    return env;
+}
+
+const char *st_source_name(st_source_t src)
+{
+    static const char *names[] = {"default", "file", "environment", "flag", "program"};
+    return names[src];
+}
+
+static void value_clear(st_value_t *v)
+{
+    free(v->s);
+    for (size_t i = 0; i < v->nlist; i++)
+        free(v->list[i]);
+    free(v->list);
+    v->s = NULL;
+    v->list = NULL;
+    v->nlist = 0;
+    v->i = 0;
+}
+
+int st_settings_init(st_settings_t *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < ST_NSETTINGS; i++) {
+        st_msg_t msg;
+        int rc = st_settings_set(s, (st_setting_id_t)i, defs[i].defval, ST_SRC_DEFAULT, &msg);
+        if (rc < 0) {
+            st_settings_free(s);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void st_settings_free(st_settings_t *s)
+{
+    for (int i = 0; i < ST_NSETTINGS; i++)
+        value_clear(&s->v[i]);
+}
+
+int st_settings_copy(st_settings_t *dst, const st_settings_t *src)
+{
+    memset(dst, 0, sizeof *dst);
+    for (int i = 0; i < ST_NSETTINGS; i++) {
+        const st_value_t *a = &src->v[i];
+        st_value_t *b = &dst->v[i];
+        b->i = a->i;
+        b->source = a->source;
+        if (a->s && !(b->s = strdup(a->s)))
+            goto fail;
+        if (a->nlist) {
+            if (!(b->list = calloc(a->nlist, sizeof *b->list)))
+                goto fail;
+            for (size_t j = 0; j < a->nlist; j++) {
+                if (!(b->list[j] = strdup(a->list[j])))
+                    goto fail;
+                b->nlist++;
+            }
+        }
+    }
+    return 0;
+fail:
+    st_settings_free(dst);
+    return ST_ENOMEM;
+}
+
+static int parse_bool(const char *t, int64_t *out)
+{
+    static const char *yes[] = {"on", "true", "yes", "1"};
+    static const char *no[] = {"off", "false", "no", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(t, yes[i]) == 0)
+            return *out = 1, 0;
+        if (strcasecmp(t, no[i]) == 0)
+            return *out = 0, 0;
+    }
+    return -1;
+}
+
+static int in_choices(const char *choices, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = choices; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, word, n) == 0)
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* Checks one list item (a choice or a regex). */
+static int check_item(st_setting_id_t id, const char *item, st_msg_t *msg)
+{
+    const st_setting_def_t *d = &defs[id];
+    if (d->type == ST_TYPE_REGEX_LIST)
+        return st_regex_check(item, d->env, msg);
+    if (d->choices && !in_choices(d->choices, item))
+        return st_msg_set(msg, ST_EINVAL, "%s: unknown value '%s' (choose from %s)", d->env,
+                          item, d->choices);
+    return 0;
+}
+
+static int list_push(st_value_t *v, const char *item, size_t n)
+{
+    char **list = realloc(v->list, (v->nlist + 1) * sizeof *list);
+    if (!list)
+        return ST_ENOMEM;
+    v->list = list;
+    if (!(list[v->nlist] = strndup(item, n)))
+        return ST_ENOMEM;
+    v->nlist++;
+    return 0;
+}
+
+int st_settings_append(st_settings_t *s, st_setting_id_t id, const char *item, st_source_t src,
+                       st_msg_t *msg)
+{
+    int rc = check_item(id, item, msg);
+    if (rc < 0)
+        return rc;
+    st_value_t *v = &s->v[id];
+    /* A list keeps each item once. */
+    for (size_t i = 0; i < v->nlist; i++)
+        if (strcmp(v->list[i], item) == 0)
+            return v->source = src, 0;
+    if (list_push(v, item, strlen(item)) < 0)
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    v->source = src;
+    return 0;
+}
+
+int st_settings_set_list(st_settings_t *s, st_setting_id_t id, char *const *items, size_t n,
+                         st_source_t src, st_msg_t *msg)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = check_item(id, items[i], msg);
+        if (rc < 0)
+            return rc;
+    }
+    st_value_t fresh = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (list_push(&fresh, items[i], strlen(items[i])) < 0) {
+            value_clear(&fresh);
+            return st_msg_set(msg, ST_ENOMEM, "out of memory");
+        }
+    }
+    value_clear(&s->v[id]);
+    s->v[id] = fresh;
+    s->v[id].source = src;
+    return 0;
+}
+
+int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_source_t src,
+                    st_msg_t *msg)
+{
+    const st_setting_def_t *d = &defs[id];
+    st_value_t *v = &s->v[id];
+    switch (d->type) {
+    case ST_TYPE_BOOL: {
+        int64_t b;
+        if (parse_bool(text, &b) < 0)
+            return st_msg_set(msg, ST_EINVAL,
+                              "%s: '%s' is not a boolean (use ON/OFF, true/false, yes/no, 1/0)",
+                              d->env, text);
+        v->i = b;
+        break;
+    }
+    case ST_TYPE_INT: {
+        char *end;
+        errno = 0;
+        long long n = strtoll(text, &end, 10);
+        if (errno || end == text || *end || n < d->min || n > d->max)
+            return st_msg_set(msg, ST_EINVAL, "%s: '%s' is not a whole number from %lld to %lld",
+                              d->env, text, (long long)d->min, (long long)d->max);
+        v->i = n;
+        break;
+    }
+    case ST_TYPE_STRING: {
+        char *copy = strdup(text);
+        if (!copy)
+            return st_msg_set(msg, ST_ENOMEM, "out of memory");
+        free(v->s);
+        v->s = copy;
+        break;
+    }
+    case ST_TYPE_CHOICE: {
+        if (!in_choices(d->choices, text))
+            return st_msg_set(msg, ST_EINVAL, "%s: unknown value '%s' (choose from %s)", d->env,
+                              text, d->choices);
+        char *copy = strdup(text);
+        if (!copy)
+            return st_msg_set(msg, ST_ENOMEM, "out of memory");
+        free(v->s);
+        v->s = copy;
+        break;
+    }
+    case ST_TYPE_LIST:
+    case ST_TYPE_REGEX_LIST: {
+        const char *seps = d->type == ST_TYPE_LIST ? ", \t\n" : " \t\n";
+        st_value_t fresh = {0};
+        for (const char *p = text; *p;) {
+            p += strspn(p, seps);
+            size_t n = strcspn(p, seps);
+            if (n == 0)
+                break;
+            char item[4096];
+            if (n >= sizeof item) {
+                value_clear(&fresh);
+                return st_msg_set(msg, ST_EINVAL, "%s: an item is longer than %zu bytes", d->env,
+                                  sizeof item - 1);
+            }
+            memcpy(item, p, n);
+            item[n] = '\0';
+            int rc = check_item(id, item, msg);
+            if (rc == 0 && list_push(&fresh, p, n) < 0)
+                rc = st_msg_set(msg, ST_ENOMEM, "out of memory");
+            if (rc < 0) {
+                value_clear(&fresh);
+                return rc;
+            }
+            p += n;
+        }
+        value_clear(v);
+        *v = fresh;
+        break;
+    }
+    }
+    v->source = src;
+    return 0;
+}
+
+int st_settings_has(const st_settings_t *s, st_setting_id_t id, const char *word)
+{
+    for (size_t i = 0; i < s->v[id].nlist; i++)
+        if (strcmp(s->v[id].list[i], word) == 0)
+            return 1;
+    return 0;
+}
+
+static char *trim(char *p)
+{
+    while (isspace((unsigned char)*p))
+        p++;
+    char *e = p + strlen(p);
+    while (e > p && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return p;
+}
+
+int st_settings_load_file(st_settings_t *s, const char *path, st_warn_fn warn, st_msg_t *msg)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return st_msg_set(msg, ST_EIO, "cannot read config file '%s': %s", path, strerror(errno));
+    char line[8192];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = trim(line);
+        if (*p == '\0' || *p == '#')
+            continue;
+        char *eq = strchr(p, '=');
+        if (!eq) {
+            rc = st_msg_set(msg, ST_EINVAL, "%s:%d: expected 'NAME = value', got '%s'", path,
+                            lineno, p);
+            break;
+        }
+        *eq = '\0';
+        char *name = trim(p), *value = trim(eq + 1);
+        int id = st_setting_find(name);
+        if (id < 0) {
+            if (warn) {
+                char text[512];
+                snprintf(text, sizeof text, "%s:%d: unknown setting '%s' (did you mean %s?)", path,
+                         lineno, name, st_setting_closest(name));
+                warn(text);
+            }
+            continue;
+        }
+        st_msg_t inner;
+        if (st_settings_set(s, (st_setting_id_t)id, value, ST_SRC_FILE, &inner) < 0)
+            rc = st_msg_set(msg, ST_EINVAL, "%s:%d: %s", path, lineno, inner.text);
+    }
+    if (rc == 0 && ferror(f))
+        rc = st_msg_set(msg, ST_EIO, "cannot read config file '%s'", path);
+    fclose(f);
+    return rc;
+}
+
+/* Variables with the STRATA_ prefix that are not settings but are still ours. */
+static int is_known_other(const char *name, size_t n)
+{
+    static const char *others[] = {"STRATA_TEST_REGEN"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (strlen(others[i]) == n && strncmp(others[i], name, n) == 0)
+            return 1;
+    return 0;
+}
+
+int st_settings_load_env(st_settings_t *s, char *const *envp, st_warn_fn warn, st_msg_t *msg)
+{
+    for (char *const *e = envp; e && *e; e++) {
+        if (strncmp(*e, "STRATA_", 7) != 0)
+            continue;
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        size_t n = (size_t)(eq - *e);
+        char name[256];
+        if (n >= sizeof name)
+            continue;
+        memcpy(name, *e, n);
+        name[n] = '\0';
+        int id = -1;
+        for (int i = 0; i < ST_NSETTINGS; i++)
+            if (strcmp(defs[i].env, name) == 0)
+                id = i;
+        if (id < 0) {
+            if (warn && !is_known_other(name, n)) {
+                char text[512];
+                snprintf(text, sizeof text, "unknown setting %s in the environment (did you mean %s?)",
+                         name, st_setting_closest(name));
+                warn(text);
+            }
+            continue;
+        }
+        int rc = st_settings_set(s, (st_setting_id_t)id, eq + 1, ST_SRC_ENV, msg);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+void st_settings_format(const st_settings_t *s, st_setting_id_t id, st_strbuf_t *out)
+{
+    const st_value_t *v = &s->v[id];
+    switch (defs[id].type) {
+    case ST_TYPE_BOOL:
+        st_strbuf_puts(out, v->i ? "ON" : "OFF");
+        break;
+    case ST_TYPE_INT:
+        st_strbuf_printf(out, "%lld", (long long)v->i);
+        break;
+    case ST_TYPE_STRING:
+    case ST_TYPE_CHOICE:
+        st_strbuf_puts(out, v->s ? v->s : "");
+        break;
+    case ST_TYPE_LIST:
+    case ST_TYPE_REGEX_LIST:
+        for (size_t i = 0; i < v->nlist; i++) {
+            if (i)
+                st_strbuf_puts(out, defs[id].type == ST_TYPE_LIST ? "," : " ");
+            st_strbuf_puts(out, v->list[i]);
+        }
+        break;
+    }
+}

@@ -1,0 +1,152 @@
+/* The settings registry: every setting strata has, in one table.
+ *
+ * Each setting has a name, a type, a default, a category, a description, the
+ * choices it accepts where that applies, its environment variable STRATA_<NAME>
+ * and its command-line flags. A value records where it came from. Precedence,
+ * lowest first: default, config file, environment, command line (and, last, the
+ * program itself through strata.profiler.config). Every value is parsed and checked
+ * when it is set: a bad value is an error naming the setting, the value and what is
+ * accepted, never a silent default.
+ *
+ * Not thread-safe: settings are set before profiling starts, or from Python with
+ * the GIL held. */
+#ifndef STRATA_CORE_SETTINGS_H
+#define STRATA_CORE_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/strbuf.h"
+
+typedef enum {
+    ST_S_PROFILE,
+    ST_S_COMPONENTS,
+    ST_S_OUTPUT_PATH,
+    ST_S_PRINT_TABLES,
+    ST_S_PRECISION,
+    ST_S_VERBOSE,
+    ST_S_CONFIG_FILE,
+    ST_S_SETUP,
+    ST_S_BUILTIN,
+    ST_S_FULL_FILEPATH,
+    ST_S_LABEL,
+    ST_S_TRACE_C,
+    ST_S_INCLUDE_INTERNAL,
+    ST_S_FUNCTION_INCLUDE,
+    ST_S_FUNCTION_EXCLUDE,
+    ST_S_FUNCTION_RESTRICT,
+    ST_S_MODULE_INCLUDE,
+    ST_S_MODULE_EXCLUDE,
+    ST_S_MODULE_RESTRICT,
+    ST_S_MAX_NODES,
+    ST_S_CLOCK,
+    ST_NSETTINGS
+} st_setting_id_t;
+
+typedef enum {
+    ST_TYPE_BOOL,
+    ST_TYPE_INT,
+    ST_TYPE_STRING,
+    ST_TYPE_LIST,        /* comma- or space-separated words, from `choices` if set */
+    ST_TYPE_REGEX_LIST,  /* space-separated regexes */
+    ST_TYPE_CHOICE,      /* one word from `choices` */
+} st_setting_type_t;
+
+typedef enum {
+    ST_SRC_DEFAULT,
+    ST_SRC_FILE,
+    ST_SRC_ENV,
+    ST_SRC_FLAG,
+    ST_SRC_API,
+} st_source_t;
+
+typedef struct {
+    const char *name;        /* lower case: "components" */
+    const char *env;         /* "STRATA_COMPONENTS" */
+    st_setting_type_t type;
+    const char *defval;      /* the default, as text */
+    const char *category;
+    const char *description;
+    const char *choices;     /* comma-separated, or NULL */
+    const char *flags;       /* "--components", "-E, --function-exclude", or NULL */
+    int64_t min, max;        /* for ST_TYPE_INT */
+} st_setting_def_t;
+
+typedef struct {
+    int64_t i;         /* bool and int */
+    char *s;           /* string and choice; owned */
+    char **list;       /* lists; owned */
+    size_t nlist;
+    st_source_t source;
+} st_value_t;
+
+typedef struct st_settings {
+    st_value_t v[ST_NSETTINGS];
+} st_settings_t;
+
+/* The static definition of a setting. */
+const st_setting_def_t *st_setting_def(st_setting_id_t id);
+
+/* The setting whose name or variable is `name` (any case, "STRATA_" optional),
+ * or -1. */
+int st_setting_find(const char *name);
+
+/* The known variable closest to an unknown name (for "did you mean"). */
+const char *st_setting_closest(const char *name);
+
+/* The name of a source ("default", "file", "environment", "flag", "program"). */
+const char *st_source_name(st_source_t src);
+
+/* Every setting at its default. Returns 0 or ST_ENOMEM. */
+int st_settings_init(st_settings_t *s);
+void st_settings_free(st_settings_t *s);
+/* A deep copy of src into dst (dst uninitialised). */
+int st_settings_copy(st_settings_t *dst, const st_settings_t *src);
+
+/* Parses `text` for setting id and stores it (a list is replaced). On a bad value
+ * returns ST_EINVAL and msg says which setting, the value and what is accepted. */
+int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_source_t src,
+                    st_msg_t *msg);
+
+/* Adds one item to a list setting, checked as st_settings_set checks items. */
+int st_settings_append(st_settings_t *s, st_setting_id_t id, const char *item, st_source_t src,
+                       st_msg_t *msg);
+
+/* Replaces a list setting with n items, each checked. */
+int st_settings_set_list(st_settings_t *s, st_setting_id_t id, char *const *items, size_t n,
+                         st_source_t src, st_msg_t *msg);
+
+/* Reads `NAME = value` lines (# comments, blank lines) from path. Unknown names are
+ * warned about through warn (may be NULL). */
+typedef void (*st_warn_fn)(const char *text);
+int st_settings_load_file(st_settings_t *s, const char *path, st_warn_fn warn, st_msg_t *msg);
+
+/* Applies every STRATA_<NAME> variable of envp; warns about unknown ones. */
+int st_settings_load_env(st_settings_t *s, char *const *envp, st_warn_fn warn, st_msg_t *msg);
+
+/* Getters. */
+static inline int st_settings_bool(const st_settings_t *s, st_setting_id_t id)
+{
+    return s->v[id].i != 0;
+}
+static inline int64_t st_settings_int(const st_settings_t *s, st_setting_id_t id)
+{
+    return s->v[id].i;
+}
+static inline const char *st_settings_str(const st_settings_t *s, st_setting_id_t id)
+{
+    return s->v[id].s ? s->v[id].s : "";
+}
+static inline char *const *st_settings_list(const st_settings_t *s, st_setting_id_t id, size_t *n)
+{
+    *n = s->v[id].nlist;
+    return s->v[id].list;
+}
+/* 1 if the list setting contains word. */
+int st_settings_has(const st_settings_t *s, st_setting_id_t id, const char *word);
+
+/* Appends the value of a setting as text (lists joined as they are parsed back). */
+void st_settings_format(const st_settings_t *s, st_setting_id_t id, st_strbuf_t *out);
+
+#endif

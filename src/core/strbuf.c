@@ -1,0 +1,129 @@
+#include "core/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_strbuf_init(st_strbuf_t *b) { memset(b, 0, sizeof *b); }
+
+void st_strbuf_free(st_strbuf_t *b)
+{
+    free(b->data);
+    st_strbuf_init(b);
+}
+
+void st_strbuf_reset(st_strbuf_t *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+static int reserve(st_strbuf_t *b, size_t extra)
+{
+    if (b->failed)
+        return -1;
+    if (b->len + extra + 1 <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p) {
+        b->failed = 1;
+        return -1;
+    }
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+void st_strbuf_add(st_strbuf_t *b, const char *s, size_t n)
+{
+    if (reserve(b, n) < 0)
+        return;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void st_strbuf_puts(st_strbuf_t *b, const char *s) { st_strbuf_add(b, s, strlen(s)); }
+
+void st_strbuf_putc(st_strbuf_t *b, char c) { st_strbuf_add(b, &c, 1); }
+
+void st_strbuf_fill(st_strbuf_t *b, char c, size_t n)
+{
+    if (reserve(b, n) < 0)
+        return;
+    memset(b->data + b->len, c, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || reserve(b, (size_t)n) < 0)
+        return;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void st_strbuf_printf(st_strbuf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st_strbuf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+const char *st_strbuf_cstr(st_strbuf_t *b) { return b->data ? b->data : ""; }
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not valid. */
+static size_t utf8_len(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || (n == 2 && s[0] < 0xC2))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+void st_strbuf_json_string(st_strbuf_t *b, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    st_strbuf_putc(b, '"');
+    while (*p) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            st_strbuf_putc(b, '\\');
+            st_strbuf_putc(b, (char)c);
+            p++;
+        } else if (c == '\n') {
+            st_strbuf_puts(b, "\\n"), p++;
+        } else if (c == '\t') {
+            st_strbuf_puts(b, "\\t"), p++;
+        } else if (c == '\r') {
+            st_strbuf_puts(b, "\\r"), p++;
+        } else if (c < 0x20 || c == 0x7F) {
+            st_strbuf_printf(b, "\\u%04x", c), p++;
+        } else {
+            size_t n = utf8_len(p);
+            if (n == 0) {
+                st_strbuf_puts(b, "\\ufffd");
+                p++;
+            } else {
+                st_strbuf_add(b, (const char *)p, n);
+                p += n;
+            }
+        }
+    }
+    st_strbuf_putc(b, '"');
+}

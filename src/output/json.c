@@ -1,0 +1,127 @@
+#include "output/json.h"
+
+#include <math.h>
+
+#include "core/components.h"
+
+static void put_time(st_strbuf_t *out, const char *key, double ns, int comma)
+{
+    st_strbuf_printf(out, "\"%s\": %.17g%s", key, isfinite(ns) ? ns : 0.0, comma ? ", " : "");
+}
+
+static void write_metadata(st_strbuf_t *out, const st_model_t *m)
+{
+    st_strbuf_puts(out, "  \"metadata\": {\n    \"command\": [");
+    for (size_t i = 0; i < m->ncommand; i++) {
+        if (i)
+            st_strbuf_puts(out, ", ");
+        st_strbuf_json_string(out, m->command[i]);
+    }
+    st_strbuf_puts(out, "],\n    \"python_version\": ");
+    st_strbuf_json_string(out, m->python_version ? m->python_version : "");
+    st_strbuf_printf(out, ",\n    \"pid\": %ld,\n    \"host\": ", m->pid);
+    st_strbuf_json_string(out, m->host ? m->host : "");
+    st_strbuf_printf(out,
+                     ",\n    \"start_time_ns\": %llu,\n    \"end_time_ns\": %llu,"
+                     "\n    \"clock\": ",
+                     (unsigned long long)m->start_ns, (unsigned long long)m->end_ns);
+    st_strbuf_json_string(out, m->clock_name ? m->clock_name : "");
+    st_strbuf_printf(out, ",\n    \"dropped_calls\": %llu,\n    \"strata_version\": ",
+                     (unsigned long long)m->dropped);
+    st_strbuf_json_string(out, STRATA_VERSION);
+    st_strbuf_puts(out, "\n  },\n");
+}
+
+static void write_settings(st_strbuf_t *out, const st_model_t *m)
+{
+    st_strbuf_puts(out, "  \"settings\": {");
+    st_strbuf_t v;
+    st_strbuf_init(&v);
+    for (int i = 0; i < ST_NSETTINGS; i++) {
+        const st_setting_def_t *d = st_setting_def((st_setting_id_t)i);
+        st_strbuf_puts(out, i ? ",\n    " : "\n    ");
+        st_strbuf_json_string(out, d->name);
+        st_strbuf_puts(out, ": {\"value\": ");
+        st_strbuf_reset(&v);
+        st_settings_format(m->settings, (st_setting_id_t)i, &v);
+        st_strbuf_json_string(out, st_strbuf_cstr(&v));
+        st_strbuf_puts(out, ", \"source\": ");
+        st_strbuf_json_string(out, st_source_name(m->settings->v[i].source));
+        st_strbuf_putc(out, '}');
+    }
+    if (v.failed)
+        out->failed = 1;
+    st_strbuf_free(&v);
+    st_strbuf_puts(out, "\n  },\n");
+}
+
+static void write_components(st_strbuf_t *out, const st_model_t *m)
+{
+    st_strbuf_puts(out, "  \"components\": [");
+    int first = 1;
+    for (int c = 0; c < ST_NCOMPONENTS; c++) {
+        if (!(m->components & (1u << c)))
+            continue;
+        const st_component_info_t *info = st_component_info((st_component_t)c);
+        st_strbuf_puts(out, first ? "\n    {\"name\": " : ",\n    {\"name\": ");
+        first = 0;
+        st_strbuf_json_string(out, info->name);
+        st_strbuf_puts(out, ", \"title\": ");
+        st_strbuf_json_string(out, info->title);
+        st_strbuf_puts(out, ", \"units\": ");
+        st_strbuf_json_string(out, info->timer < 0 ? "calls" : "ns");
+        st_strbuf_putc(out, '}');
+    }
+    st_strbuf_puts(out, "\n  ],\n");
+}
+
+static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_t *t, uint32_t id)
+{
+    const st_node_t *n = &t->nodes[id];
+    st_strbuf_printf(out, "        {\"id\": %u, \"parent\": %d, \"depth\": %u, \"label\": ", id,
+                     n->parent == 0 ? -1 : (int)n->parent, n->depth);
+    st_strbuf_json_string(out, st_intern_str(m->labels, n->label));
+    st_strbuf_printf(out, ", \"count\": %llu", (unsigned long long)n->count);
+    for (int c = 0; c < ST_NCOMPONENTS; c++) {
+        const st_component_info_t *info = st_component_info((st_component_t)c);
+        if (!(m->components & (1u << c)) || info->timer < 0)
+            continue;
+        const st_accum_t *a = &n->acc[info->timer];
+        double k = m->ns_per_tick[info->timer];
+        st_strbuf_puts(out, ", ");
+        st_strbuf_json_string(out, info->name);
+        st_strbuf_puts(out, ": {");
+        put_time(out, "sum", (double)a->sum * k, 1);
+        put_time(out, "self", (double)a->self * k, 1);
+        put_time(out, "min", n->count ? (double)a->min * k : 0.0, 1);
+        put_time(out, "max", (double)a->max * k, 1);
+        put_time(out, "mean", a->mean * k, 1);
+        put_time(out, "var", st_accum_var(a, n->count) * k * k, 0);
+        st_strbuf_putc(out, '}');
+    }
+    st_strbuf_putc(out, '}');
+}
+
+void st_json_write(st_strbuf_t *out, const st_model_t *m)
+{
+    st_strbuf_printf(out, "{\n  \"format_version\": %d,\n", ST_PROFILE_FORMAT_VERSION);
+    write_metadata(out, m);
+    write_settings(out, m);
+    write_components(out, m);
+    st_strbuf_puts(out, "  \"threads\": [");
+    for (size_t i = 0; i < m->nthreads; i++) {
+        const st_model_thread_t *th = &m->threads[i];
+        st_strbuf_printf(out, "%s\n    {\"index\": %u, \"tid\": %llu, \"name\": ", i ? "," : "",
+                         th->index, (unsigned long long)th->tid);
+        st_strbuf_json_string(out, th->name ? th->name : "");
+        st_strbuf_printf(out, ", \"dropped_calls\": %llu, \"nodes\": [",
+                         (unsigned long long)th->tree->dropped);
+        /* Nodes in id order: a parent always comes before its children. */
+        for (uint32_t id = 1; id < th->tree->nnodes; id++) {
+            st_strbuf_puts(out, id > 1 ? ",\n" : "\n");
+            write_node(out, m, th->tree, id);
+        }
+        st_strbuf_puts(out, th->tree->nnodes > 1 ? "\n      ]}" : "]}");
+    }
+    st_strbuf_puts(out, "\n  ]\n}\n");
+}

@@ -1,0 +1,312 @@
+#include "session/args.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* One flag of the parsed command line, applied after the file and environment. */
+typedef struct {
+    st_setting_id_t id;
+    enum { ACT_SET, ACT_APPEND, ACT_CLEAR } op;
+    const char *value;
+} action_t;
+
+typedef struct {
+    const char *shortf, *longf;
+    st_setting_id_t id;
+    enum { ARG_NONE, ARG_ONE, ARG_OPT_BOOL, ARG_MANY, ARG_ANY } arity;
+} flag_t;
+
+static const flag_t flags[] = {
+    {"-v", "--verbosity", ST_S_VERBOSE, ARG_ONE},
+    {"-b", "--builtin", ST_S_BUILTIN, ARG_NONE},
+    {"-c", "--config", ST_S_CONFIG_FILE, ARG_ONE},
+    {"-s", "--setup", ST_S_SETUP, ARG_ONE},
+    {"-F", "--full-filepath", ST_S_FULL_FILEPATH, ARG_OPT_BOOL},
+    {NULL, "--label", ST_S_LABEL, ARG_ANY},
+    {"-I", "--function-include", ST_S_FUNCTION_INCLUDE, ARG_MANY},
+    {"-E", "--function-exclude", ST_S_FUNCTION_EXCLUDE, ARG_MANY},
+    {"-R", "--function-restrict", ST_S_FUNCTION_RESTRICT, ARG_MANY},
+    {"-MI", "--module-include", ST_S_MODULE_INCLUDE, ARG_MANY},
+    {"-ME", "--module-exclude", ST_S_MODULE_EXCLUDE, ARG_MANY},
+    {"-MR", "--module-restrict", ST_S_MODULE_RESTRICT, ARG_MANY},
+    {NULL, "--trace-c", ST_S_TRACE_C, ARG_OPT_BOOL},
+    {"-o", "--output", ST_S_OUTPUT_PATH, ARG_ONE},
+    {NULL, "--components", ST_S_COMPONENTS, ARG_MANY},
+};
+
+void st_args_print_python_help(FILE *out)
+{
+    fputs(
+        "usage: strata python [-h] [-v VERBOSITY] [-b] [-c FILE] [-s FILE] [-F [BOOL]]\n"
+        "                     [--label [{args,file,line} ...]] [-I FUNC [FUNC ...]]\n"
+        "                     [-E FUNC [FUNC ...]] [-R FUNC [FUNC ...]] [-MI FILE [FILE ...]]\n"
+        "                     [-ME FILE [FILE ...]] [-MR FILE [FILE ...]] [--trace-c [BOOL]]\n"
+        "                     [-o DIR] [--components LIST]\n"
+        "                     [--] (script.py | -m module) [args ...]\n"
+        "\n"
+        "optional arguments:\n"
+        "  -h, --help            show this help message and exit\n"
+        "  -v VERBOSITY, --verbosity VERBOSITY\n"
+        "                        Logging verbosity\n"
+        "  -b, --builtin         Put 'profile' in the builtins. Use '@profile' to decorate a\n"
+        "                        single function, or 'with profile:' to profile a single\n"
+        "                        section of code.\n"
+        "  -c FILE, --config FILE\n"
+        "                        strata configuration file\n"
+        "  -s FILE, --setup FILE\n"
+        "                        Code to execute before the code to profile\n"
+        "  -F [BOOL], --full-filepath [BOOL]\n"
+        "                        Encode the full function filename (instead of basename)\n"
+        "  --label [{args,file,line} ...]\n"
+        "                        Encode the function arguments, filename, and/or line number\n"
+        "                        into the profiling function label\n"
+        "  -I FUNC [FUNC ...], --function-include FUNC [FUNC ...]\n"
+        "                        Include any entries with these function names\n"
+        "  -E FUNC [FUNC ...], --function-exclude FUNC [FUNC ...]\n"
+        "                        Filter out any entries with these function names\n"
+        "  -R FUNC [FUNC ...], --function-restrict FUNC [FUNC ...]\n"
+        "                        Select only entries with these function names\n"
+        "  -MI FILE [FILE ...], --module-include FILE [FILE ...]\n"
+        "                        Include any entries from these files\n"
+        "  -ME FILE [FILE ...], --module-exclude FILE [FILE ...]\n"
+        "                        Filter out any entries from these files\n"
+        "  -MR FILE [FILE ...], --module-restrict FILE [FILE ...]\n"
+        "                        Select only entries from these files\n"
+        "  --trace-c [BOOL]      Enable profiling C functions\n"
+        "  -o DIR, --output DIR  Results folder (default: strata-<script>-output/<date_time>)\n"
+        "  --components LIST     What to measure: trip_count, wall_clock, cpu_clock\n"
+        "\n"
+        "usage: python3 -m strata <STRATA_ARGS> -- <SCRIPT> <SCRIPT_ARGS>\n",
+        out);
+}
+
+static const flag_t *find_flag(const char *word, const char **inline_value)
+{
+    *inline_value = NULL;
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        const flag_t *f = &flags[i];
+        if ((f->shortf && strcmp(word, f->shortf) == 0) || strcmp(word, f->longf) == 0)
+            return f;
+        size_t n = strlen(f->longf);
+        if (strncmp(word, f->longf, n) == 0 && word[n] == '=') {
+            *inline_value = word + n + 1;
+            return f;
+        }
+    }
+    return NULL;
+}
+
+static int is_bool_word(const char *w)
+{
+    static const char *words[] = {"on", "off", "true", "false", "yes", "no", "1", "0"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcasecmp(w, words[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int push_action(action_t **acts, size_t *n, st_setting_id_t id, int op, const char *value)
+{
+    action_t *a = realloc(*acts, (*n + 1) * sizeof *a);
+    if (!a)
+        return ST_ENOMEM;
+    *acts = a;
+    a[*n].id = id;
+    a[*n].op = op;
+    a[*n].value = value;
+    (*n)++;
+    return 0;
+}
+
+static const char *env_lookup(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+/* Splits argv into actions and the target. */
+static int scan(st_args_t *args, int argc, char **argv, action_t **acts, size_t *nacts,
+                const char **config, FILE *out, st_msg_t *msg)
+{
+    int i = 0;
+    while (i < argc) {
+        const char *w = argv[i];
+        if (strcmp(w, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(w, "-m") == 0)
+            break;
+        if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0) {
+            st_args_print_python_help(out);
+            return ST_EHELP;
+        }
+        if (w[0] != '-' || w[1] == '\0')
+            break;
+        const char *inl;
+        const flag_t *f = find_flag(w, &inl);
+        if (!f)
+            return st_msg_set(msg, ST_EUSAGE, "unknown option '%s' (see 'strata python --help')",
+                              w);
+        i++;
+        int rc = 0;
+        switch (f->arity) {
+        case ARG_NONE:
+            rc = push_action(acts, nacts, f->id, ACT_SET, "ON");
+            break;
+        case ARG_ONE:
+            if (!inl) {
+                if (i >= argc)
+                    return st_msg_set(msg, ST_EUSAGE, "option '%s' needs a value", w);
+                inl = argv[i++];
+            }
+            if (f->id == ST_S_CONFIG_FILE)
+                *config = inl;
+            rc = push_action(acts, nacts, f->id, ACT_SET, inl);
+            break;
+        case ARG_OPT_BOOL:
+            if (!inl && i < argc && is_bool_word(argv[i]))
+                inl = argv[i++];
+            rc = push_action(acts, nacts, f->id, ACT_SET, inl ? inl : "ON");
+            break;
+        case ARG_MANY:
+        case ARG_ANY: {
+            int got = 0;
+            if (f->id == ST_S_LABEL || f->id == ST_S_COMPONENTS)
+                rc = push_action(acts, nacts, f->id, ACT_CLEAR, NULL);
+            if (inl) {
+                rc = rc ? rc : push_action(acts, nacts, f->id, ACT_APPEND, inl);
+                got++;
+            }
+            while (rc == 0 && !inl && i < argc && argv[i][0] != '-') {
+                rc = push_action(acts, nacts, f->id, ACT_APPEND, argv[i++]);
+                got++;
+            }
+            if (rc == 0 && f->arity == ARG_MANY && got == 0)
+                return st_msg_set(msg, ST_EUSAGE, "option '%s' needs at least one value", w);
+            break;
+        }
+        }
+        if (rc < 0)
+            return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
+    if (i < argc && strcmp(argv[i], "-m") == 0) {
+        if (i + 1 >= argc)
+            return st_msg_set(msg, ST_EUSAGE, "option '-m' needs a module name");
+        args->is_module = 1;
+        i++;
+    }
+    if (i >= argc)
+        return st_msg_set(msg, ST_EUSAGE,
+                          "no script to profile (usage: strata python [options] -- script.py "
+                          "[args])");
+    args->target = argv[i];
+    args->target_args = argv + i + 1;
+    args->ntarget_args = argc - i - 1;
+    return 0;
+}
+
+/* Applies one flag; a list flag given as "a,b" (components, label) is split. */
+static int apply(st_settings_t *s, const action_t *a, st_msg_t *msg)
+{
+    const st_setting_def_t *d = st_setting_def(a->id);
+    if (a->op == ACT_CLEAR)
+        return st_settings_set_list(s, a->id, NULL, 0, ST_SRC_FLAG, msg);
+    if (a->op == ACT_SET)
+        return st_settings_set(s, a->id, a->value, ST_SRC_FLAG, msg);
+    if (d->type == ST_TYPE_REGEX_LIST)
+        return st_settings_append(s, a->id, a->value, ST_SRC_FLAG, msg);
+    char item[256];
+    for (const char *p = a->value; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n >= sizeof item)
+            return st_msg_set(msg, ST_EINVAL, "%s: value too long", d->env);
+        memcpy(item, p, n);
+        item[n] = '\0';
+        if (n) {
+            int rc = st_settings_append(s, a->id, item, ST_SRC_FLAG, msg);
+            if (rc < 0)
+                return rc;
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *envp,
+                         st_warn_fn warn, FILE *out, st_msg_t *msg)
+{
+    memset(args, 0, sizeof *args);
+    action_t *acts = NULL;
+    size_t nacts = 0;
+    const char *config = NULL;
+    int rc = st_settings_init(&args->settings);
+    if (rc < 0) {
+        st_msg_set(msg, rc, "out of memory");
+        return rc;
+    }
+    rc = scan(args, argc, argv, &acts, &nacts, &config, out, msg);
+    if (rc < 0)
+        goto fail;
+
+    /* The config file: -c, else STRATA_CONFIG_FILE, else ~/.strata.cfg if present. */
+    if (!config)
+        config = env_lookup(envp, "STRATA_CONFIG_FILE");
+    if (config && *config) {
+        rc = st_settings_load_file(&args->settings, config, warn, msg);
+        if (rc < 0)
+            goto fail;
+    } else {
+        const char *home = env_lookup(envp, "HOME");
+        char path[4096];
+        struct stat st;
+        if (home && snprintf(path, sizeof path, "%s/.strata.cfg", home) < (int)sizeof path &&
+            stat(path, &st) == 0) {
+            rc = st_settings_load_file(&args->settings, path, warn, msg);
+            if (rc < 0)
+                goto fail;
+        }
+    }
+    rc = st_settings_load_env(&args->settings, envp, warn, msg);
+    if (rc < 0)
+        goto fail;
+    for (size_t i = 0; i < nacts; i++) {
+        rc = apply(&args->settings, &acts[i], msg);
+        if (rc < 0)
+            goto fail;
+    }
+
+    if (!args->is_module) {
+        struct stat st;
+        if (stat(args->target, &st) != 0) {
+            rc = st_msg_set(msg, ST_EINVAL, "cannot open script '%s': %s", args->target,
+                            strerror(errno));
+            goto fail;
+        }
+        if (S_ISDIR(st.st_mode) || access(args->target, R_OK) != 0) {
+            rc = st_msg_set(msg, ST_EINVAL, "cannot read script '%s'", args->target);
+            goto fail;
+        }
+    }
+    const char *setup = st_settings_str(&args->settings, ST_S_SETUP);
+    if (*setup && access(setup, R_OK) != 0) {
+        rc = st_msg_set(msg, ST_EINVAL, "cannot read setup file '%s': %s", setup, strerror(errno));
+        goto fail;
+    }
+    free(acts);
+    return 0;
+fail:
+    free(acts);
+    st_args_free(args);
+    return rc;
+}
+
+void st_args_free(st_args_t *args) { st_settings_free(&args->settings); }

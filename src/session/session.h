@@ -1,0 +1,67 @@
+/* A profiling session: the settings it runs with, the label table, every thread's
+ * call tree, and the results folder. Front ends (the Python extension, later the
+ * preload library) own one session; writers see it only as an st_model_t.
+ *
+ * Threads are added as they first run profiled code and are never removed: a
+ * thread's tree outlives the thread, so that results include finished threads.
+ * Not thread-safe: the Python front end calls it with the GIL held. */
+#ifndef STRATA_SESSION_SESSION_H
+#define STRATA_SESSION_SESSION_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/calltree.h"
+#include "core/err.h"
+#include "core/intern.h"
+#include "core/settings.h"
+
+typedef struct {
+    st_calltree_t tree;
+    uint32_t index;
+    uint64_t tid;
+    char name[64];
+} st_thread_t;
+
+typedef struct {
+    st_settings_t settings;
+    st_intern_t labels;
+    st_thread_t **threads;
+    size_t nthreads, capthreads;
+    unsigned components;   /* 1 << st_component_t for each chosen */
+    int ntimers;           /* timers the trees accumulate: 0, 1 (wall) or 2 (+cpu) */
+    char outdir[PATH_MAX];
+    char **command;
+    size_t ncommand;
+    char python_version[64];
+    uint64_t start_ns;     /* CLOCK_REALTIME */
+    int written;
+} st_session_t;
+
+/* A session with a copy of settings. Returns 0, ST_ENOMEM, or ST_EINVAL when no
+ * component is chosen (msg says so). */
+int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg);
+void st_session_free(st_session_t *s);
+
+/* Records the command line for the metadata (copied). */
+int st_session_set_command(st_session_t *s, int argc, char *const *argv);
+
+/* Creates the results folder: the output_path setting, else
+ * strata-<target>-output/<YYYY-MM-DD_HH.MM.SS>/ under the current directory
+ * (with a _2, _3 ... suffix if that exists already). Checks that it can be written.
+ * Call before the target starts, so that a bad place is an error before anything
+ * runs. */
+int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg);
+
+/* A new thread with an empty tree, numbered in order. NULL when out of memory. */
+st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *name);
+
+/* Writes <component>.txt for each component and profile.json into the results
+ * folder, each through a temporary file renamed into place, and prints the tables
+ * and the folder's name to `tables` (may be NULL). Open calls must have been closed.
+ * ns_per_tick converts each timer's ticks. */
+int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
+                     const char *clock_name, FILE *tables, st_msg_t *msg);
+
+#endif
