@@ -4,7 +4,9 @@
  *
  * `strata python` checks its command line with the same parser the extension uses
  * (so a mistake is reported before any interpreter starts), then replaces itself
- * with `<python> -m strata <the same words>`. The interpreter is PYTHON_EXECUTABLE,
+ * with the interpreter running strata's runner on the same words: what
+ * `python -m strata` runs, started with -c rather than -m to spare the import of
+ * runpy, a few milliseconds of every run. The interpreter is PYTHON_EXECUTABLE,
  * else the python3 beside this executable (a virtual environment's bin/), else the
  * interpreter strata was built for, else python3 from PATH. */
 #include <errno.h>
@@ -83,8 +85,8 @@ static int run_python(int argc, char **argv)
     if (!cmd)
         return die("out of memory");
     cmd[0] = (char *)python;
-    cmd[1] = "-m";
-    cmd[2] = "strata";
+    cmd[1] = "-c";
+    cmd[2] = "import sys; from strata._runner import main; sys.exit(main(sys.argv[1:]))";
     for (int i = 0; i < argc; i++)
         cmd[3 + i] = argv[i];
     execvp(python, cmd);

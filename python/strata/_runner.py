@@ -8,7 +8,6 @@ signals back unchanged.
 import atexit
 import builtins
 import os
-import signal
 import sys
 import threading  # noqa: F401  (imported before profiling starts)
 import types
@@ -35,6 +34,8 @@ def _finalize():
                 stream.flush()
             except Exception:
                 pass
+        import signal
+
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
 

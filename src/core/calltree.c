@@ -126,76 +126,33 @@ static uint32_t child_of(st_calltree_t *t, uint32_t parent, uint32_t label)
     return c;
 }
 
-st_frame_t *st_calltree_push(st_calltree_t *t, uint32_t label, const void *key)
+int st_calltree_grow_stack(st_calltree_t *t)
 {
-    if (t->depth == t->capstack) {
-        uint32_t cap = t->capstack * 2;
-        st_frame_t *s = realloc(t->stack, (size_t)cap * sizeof *s);
-        if (!s) {
-            t->failed = 1;
-            return NULL;
-        }
-        t->stack = s;
-        t->capstack = cap;
+    uint32_t cap = t->capstack * 2;
+    st_frame_t *s = realloc(t->stack, (size_t)cap * sizeof *s);
+    if (!s) {
+        t->failed = 1;
+        return ST_ENOMEM;
     }
-    uint32_t parent = t->depth ? t->stack[t->depth - 1].node : 0;
-    uint32_t node = ST_NODE_NONE;
-    if (parent != ST_NODE_NONE) {
-        uint32_t hint = t->nodes[parent].hint;
-        if (hint != ST_NODE_NONE && t->nodes[hint].label == label) {
-            node = hint;
-        } else {
-            node = child_of(t, parent, label);
-            if (node != ST_NODE_NONE)
-                t->nodes[parent].hint = node;
-        }
-        if (node == ST_NODE_NONE)
-            t->dropped++;
-    }
-    st_frame_t *f = &t->stack[t->depth++];
-    f->key = key;
-    f->node = node;
-    memset(f->child, 0, sizeof f->child);
-    return f;
+    t->stack = s;
+    t->capstack = cap;
+    return 0;
 }
 
-static void close_top(st_calltree_t *t, const uint64_t *now, int ntimers)
+uint32_t st_calltree_child(st_calltree_t *t, uint32_t parent, uint32_t label)
 {
-    st_frame_t *f = &t->stack[--t->depth];
-    st_frame_t *up = t->depth ? &t->stack[t->depth - 1] : NULL;
-    if (f->node == ST_NODE_NONE)
-        return;
-    st_node_t *n = &t->nodes[f->node];
-    uint64_t count = ++n->count;
-    for (int i = 0; i < ntimers; i++) {
-        uint64_t el = now[i] > f->t0[i] ? now[i] - f->t0[i] : 0;
-        st_accum_t *a = &n->acc[i];
-        a->sum += el;
-        a->self += el > f->child[i] ? el - f->child[i] : 0;
-        if (el < a->min)
-            a->min = el;
-        if (el > a->max)
-            a->max = el;
-        double d = (double)el - a->mean;
-        a->mean += d / (double)count;
-        a->m2 += d * ((double)el - a->mean);
-        if (up)
-            up->child[i] += el;
-    }
-}
-
-int st_calltree_pop(st_calltree_t *t, const void *key, const uint64_t *now, int ntimers)
-{
-    if (t->depth == 0 || t->stack[t->depth - 1].key != key)
-        return 0;
-    close_top(t, now, ntimers);
-    return 1;
+    uint32_t node = child_of(t, parent, label);
+    if (node != ST_NODE_NONE)
+        t->nodes[parent].hint = node;
+    else
+        t->dropped++;
+    return node;
 }
 
 void st_calltree_close_all(st_calltree_t *t, const uint64_t *now, int ntimers)
 {
     while (t->depth)
-        close_top(t, now, ntimers);
+        st_calltree_close_top(t, now, ntimers);
 }
 
 double st_accum_var(const st_accum_t *a, uint64_t count)

@@ -77,15 +77,73 @@ typedef struct {
 int st_calltree_init(st_calltree_t *t, uint32_t max_nodes);
 void st_calltree_free(st_calltree_t *t);
 
+/* Out-of-line halves of push(): grow the stack; find or make the child of
+ * `parent` labelled `label` (ST_NODE_NONE when dropped). */
+int st_calltree_grow_stack(st_calltree_t *t);
+uint32_t st_calltree_child(st_calltree_t *t, uint32_t parent, uint32_t label);
+
 /* Opens a call of `label` under the current top of the stack and returns its
  * frame, whose t0[] the caller fills in; returns NULL only when the stack itself
- * cannot grow (then nothing was pushed and failed is set). */
-st_frame_t *st_calltree_push(st_calltree_t *t, uint32_t label, const void *key);
+ * cannot grow (then nothing was pushed and failed is set). Inline: it is the hot
+ * path of every collector. */
+static inline st_frame_t *st_calltree_push(st_calltree_t *t, uint32_t label, const void *key)
+{
+    if (__builtin_expect(t->depth == t->capstack, 0) && st_calltree_grow_stack(t) < 0)
+        return NULL;
+    uint32_t parent = t->depth ? t->stack[t->depth - 1].node : 0;
+    uint32_t node = ST_NODE_NONE;
+    if (parent != ST_NODE_NONE) {
+        uint32_t hint = t->nodes[parent].hint;
+        node = (hint != ST_NODE_NONE && t->nodes[hint].label == label)
+                   ? hint
+                   : st_calltree_child(t, parent, label);
+    }
+    st_frame_t *f = &t->stack[t->depth++];
+    f->key = key;
+    f->node = node;
+    for (int i = 0; i < ST_NTIMERS; i++)
+        f->child[i] = 0;
+    return f;
+}
 
-/* Closes the top call if its key is `key`, charging now[i] - t0[i] to each of the
- * first `ntimers` timers. Returns 1 if a call was closed, 0 if the top did not
- * match (or the stack is empty). */
-int st_calltree_pop(st_calltree_t *t, const void *key, const uint64_t *now, int ntimers);
+/* Closes the top call (which the caller has checked is its own), charging
+ * now[i] - t0[i] to each of the first `ntimers` timers. */
+static inline void st_calltree_close_top(st_calltree_t *t, const uint64_t *now, int ntimers)
+{
+    st_frame_t *f = &t->stack[--t->depth];
+    st_frame_t *up = t->depth ? f - 1 : NULL;
+    if (f->node == ST_NODE_NONE)
+        return;
+    st_node_t *n = &t->nodes[f->node];
+    uint64_t count = ++n->count;
+    for (int i = 0; i < ntimers; i++) {
+        uint64_t el = now[i] > f->t0[i] ? now[i] - f->t0[i] : 0;
+        st_accum_t *a = &n->acc[i];
+        a->sum += el;
+        a->self += el > f->child[i] ? el - f->child[i] : 0;
+        if (el < a->min)
+            a->min = el;
+        if (el > a->max)
+            a->max = el;
+        /* Welford's update of the mean and of M2 (the sum of squared deviations). */
+        double d = (double)el - a->mean;
+        a->mean += d / (double)count;
+        a->m2 += d * ((double)el - a->mean);
+        if (up)
+            up->child[i] += el;
+    }
+}
+
+/* Closes the top call if its key is `key`. Returns 1 if a call was closed, 0 if
+ * the top did not match (or the stack is empty). */
+static inline int st_calltree_pop(st_calltree_t *t, const void *key, const uint64_t *now,
+                                  int ntimers)
+{
+    if (t->depth == 0 || t->stack[t->depth - 1].key != key)
+        return 0;
+    st_calltree_close_top(t, now, ntimers);
+    return 1;
+}
 
 /* Closes every open call at `now`, innermost first (for calls still running when
  * results are written). */

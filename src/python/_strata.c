@@ -225,7 +225,7 @@ static int intern_buf(st_strbuf_t *b, uint32_t *id)
 }
 
 /* The label of a call with its arguments: name(a=1, b='x') [file:line]. */
-static uint32_t args_label(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback)
+__attribute__((noinline, cold)) static uint32_t args_label(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -281,7 +281,21 @@ static uint32_t args_label(PyFrameObject *frame, PyCodeObject *co, uint32_t fall
 
 /* The code object's info, made or refreshed for this generation. NULL when out
  * of memory (the call is then not recorded). */
-static codeinfo_t *code_info(PyCodeObject *co)
+/* The code object's extra slot, read directly: CPython 3.11 to 3.13 keep them as
+ * {Py_ssize_t size; void *extras[]} behind co_extra (the layout of
+ * _PyCodeObjectExtra, unchanged since 3.6); this saves a call per event. */
+static inline codeinfo_t *cached_info(PyCodeObject *co)
+{
+    Py_ssize_t *extra = co->co_extra;
+    if (extra && g.extra_index < extra[0]) {
+        codeinfo_t *ci = ((codeinfo_t **)(extra + 1))[g.extra_index];
+        if (ci && ci->gen == g.gen)
+            return ci;
+    }
+    return NULL;
+}
+
+__attribute__((noinline, cold)) static codeinfo_t *code_info_slow(PyCodeObject *co)
 {
     void *extra = NULL;
     if (code_get_extra((PyObject *)co, g.extra_index, &extra) < 0) {
@@ -325,8 +339,14 @@ static codeinfo_t *code_info(PyCodeObject *co)
     return ci;
 }
 
+static inline codeinfo_t *code_info(PyCodeObject *co)
+{
+    codeinfo_t *ci = cached_info(co);
+    return ci ? ci : code_info_slow(co);
+}
+
 /* Label and verdict of a C function (cached by method def and owner). */
-static cfunc_entry_t *cfunc_info(PyObject *fn)
+__attribute__((noinline, cold)) static cfunc_entry_t *cfunc_info(PyObject *fn)
 {
     if (!PyCFunction_Check(fn))
         return NULL;
@@ -399,9 +419,59 @@ static cfunc_entry_t *cfunc_info(PyObject *fn)
 }
 
 /* ------------------------------------------------------------------------- */
+/* The code object of a frame                                                 */
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+/* CPython 3.11's frame layout (Include/internal/pycore_frame.h), mirrored to read
+ * the code object without PyFrame_GetCode's call and reference count: two of the
+ * hook's ~40 ns. Checked against PyFrame_GetCode when the module loads (see
+ * check_frame_layout); if they ever disagree, the API is used instead. */
+typedef struct {
+    PyObject *f_func, *f_globals, *f_builtins, *f_locals;
+    PyCodeObject *f_code;
+} mirror_interp_frame_t;
+
+typedef struct {
+    PyObject_HEAD
+    PyFrameObject *f_back;
+    mirror_interp_frame_t *f_frame;
+} mirror_frame_t;
+
+static int frame_layout_ok;
+
+static inline PyCodeObject *frame_code(PyFrameObject *frame)
+{
+    if (frame_layout_ok)
+        return ((mirror_frame_t *)frame)->f_frame->f_code;
+    PyCodeObject *co = PyFrame_GetCode(frame);
+    Py_DECREF(co); /* the frame keeps it alive */
+    return co;
+}
+
+static void check_frame_layout(void)
+{
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (!frame)
+        return;
+    PyCodeObject *co = PyFrame_GetCode(frame);
+    frame_layout_ok = ((mirror_frame_t *)frame)->f_frame->f_code == co;
+    Py_DECREF(co);
+}
+#else
+static inline PyCodeObject *frame_code(PyFrameObject *frame)
+{
+    PyCodeObject *co = PyFrame_GetCode(frame);
+    Py_DECREF(co); /* the frame keeps it alive */
+    return co;
+}
+
+static void check_frame_layout(void) {}
+#endif
+
+/* ------------------------------------------------------------------------- */
 /* The hook                                                                   */
 
-static st_thread_t *thread_tree(ThreadState *ts);
+__attribute__((noinline, cold)) static st_thread_t *thread_tree(ThreadState *ts);
 
 static inline void stamp(st_frame_t *f)
 {
@@ -411,14 +481,22 @@ static inline void stamp(st_frame_t *f)
         f->t0[ST_TIMER_WALL] = st_clock_ticks();
 }
 
-static inline void pop(st_thread_t *th, const void *key)
+/* Closes the thread's top call (the caller checked it is this event's), reading
+ * the clocks first. The common single-timer case is its own branch so that the
+ * accumulation loop is unrolled. */
+static inline void pop(st_thread_t *th)
 {
     uint64_t now[ST_NTIMERS] = {0, 0};
+    if (g.ntimers == 1) {
+        now[ST_TIMER_WALL] = st_clock_ticks();
+        st_calltree_close_top(&th->tree, now, 1);
+        return;
+    }
     if (g.want_wall)
         now[ST_TIMER_WALL] = st_clock_ticks();
     if (g.want_cpu)
         now[ST_TIMER_CPU] = st_clock_thread_cpu_ns();
-    st_calltree_pop(&th->tree, key, now, g.ntimers);
+    st_calltree_close_top(&th->tree, now, g.ntimers);
 }
 
 static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -428,8 +506,7 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     case PyTrace_CALL: {
         if (ts->suppress)
             return 0;
-        PyCodeObject *co = PyFrame_GetCode(frame);
-        Py_DECREF(co); /* the frame keeps it alive */
+        PyCodeObject *co = frame_code(frame);
         codeinfo_t *ci = code_info(co);
         if (!ci)
             return 0;
@@ -459,7 +536,7 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     }
     case PyTrace_RETURN:
         if (ts->th && st_calltree_top_key(&ts->th->tree) == (const void *)frame)
-            pop(ts->th, frame);
+            pop(ts->th);
         if ((const void *)frame == ts->suppress || (const void *)frame == ts->scope_root) {
             if ((const void *)frame == ts->suppress)
                 ts->suppress = NULL;
@@ -485,7 +562,7 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
         if (ts->th && st_calltree_top_key(&ts->th->tree) == (const char *)frame + 1)
-            pop(ts->th, (const char *)frame + 1);
+            pop(ts->th);
         return 0;
     default:
         return 0;
@@ -522,7 +599,7 @@ static void thread_name(unsigned long ident, char *buf, size_t size)
     PyErr_Restore(et, ev, tb);
 }
 
-static st_thread_t *thread_tree(ThreadState *ts)
+__attribute__((noinline, cold)) static st_thread_t *thread_tree(ThreadState *ts)
 {
     char name[64];
     thread_name(ts->ident, name, sizeof name);
@@ -618,6 +695,7 @@ static int start_hooks(void)
         return 0;
     if (!g.bootstrap && !(g.bootstrap = PyCFunction_New(&bootstrap_def, NULL)))
         return -1;
+    check_frame_layout();
     /* threading first: importing it now must not be recorded. */
     if (set_threading_profile(g.bootstrap) < 0)
         return -1;
