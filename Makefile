@@ -56,7 +56,7 @@ test-asan: deps
 	  --config-settings=build-dir=build/asan .
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  STRATA_TEST_SANITIZED=1 $(ASANVENV)/bin/python -m pytest -q -x tests
+	  SANITIZED_BUILD=1 $(ASANVENV)/bin/python -m pytest -q -x tests
 
 test: test-c test-py test-asan
 

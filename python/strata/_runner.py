@@ -81,10 +81,13 @@ def main(argv):
         name = target.rsplit(".", 1)[-1]
     else:
         name = os.path.splitext(os.path.basename(target))[0] or "script"
+        # As python does: __file__ and the code's file name are the path joined to
+        # the current directory, unnormalised; sys.path[0] is the real folder.
+        filename = target if target.startswith("/") else os.getcwd() + "/" + target
         try:
             with open(target, "rb") as f:
                 source = f.read()
-            code = compile(source, target, "exec")
+            code = compile(source, filename, "exec")
         except OSError as e:
             return _error(f"cannot read script '{target}': {e.strerror}")
         except SyntaxError:
@@ -115,12 +118,12 @@ def main(argv):
             _strata.start()
             runpy._run_module_as_main(target, alter_argv=True)
         else:
-            main_module.__file__ = target
+            main_module.__file__ = filename
             main_module.__cached__ = None
             sys.argv = [target] + args
-            sys.path[0] = os.path.dirname(os.path.abspath(target))
+            sys.path[0] = os.path.dirname(os.path.realpath(target))
             if code is None:
-                code = compile(source, target, "exec")  # raises the SyntaxError
+                code = compile(source, filename, "exec")  # raises the SyntaxError
             _strata.start()
             exec(code, main_module.__dict__)
     except SystemExit:

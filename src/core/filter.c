@@ -114,8 +114,13 @@ static int passes(const st_regex_list_t *incl, const st_regex_list_t *excl,
     return !list_search(excl, s) || list_search(incl, s);
 }
 
+int st_filter_keeps_module(const st_filter_t *f, const char *file)
+{
+    return passes(&f->mod_include, &f->mod_exclude, &f->mod_restrict, file);
+}
+
 int st_filter_keeps(const st_filter_t *f, const char *func, const char *file)
 {
     return passes(&f->func_include, &f->func_exclude, &f->func_restrict, func) &&
-           passes(&f->mod_include, &f->mod_exclude, &f->mod_restrict, file);
+           st_filter_keeps_module(f, file);
 }

@@ -34,4 +34,7 @@ void st_filter_free(st_filter_t *f);
 /* 1 if a function named `func` defined in file `file` is to be recorded. */
 int st_filter_keeps(const st_filter_t *f, const char *func, const char *file);
 
+/* 1 if `file` passes the module lists (the function lists aside). */
+int st_filter_keeps_module(const st_filter_t *f, const char *file);
+
 #endif

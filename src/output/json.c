@@ -4,9 +4,12 @@
 
 #include "core/components.h"
 
-static void put_time(st_strbuf_t *out, const char *key, double ns, int comma)
+/* A time in ns: whole nanoseconds for sums and extremes, full precision for the
+ * mean and the variance. */
+static void put_time(st_strbuf_t *out, const char *key, double ns, int whole, int comma)
 {
-    st_strbuf_printf(out, "\"%s\": %.17g%s", key, isfinite(ns) ? ns : 0.0, comma ? ", " : "");
+    st_strbuf_printf(out, whole ? "\"%s\": %.0f%s" : "\"%s\": %.17g%s", key,
+                     isfinite(ns) ? ns : 0.0, comma ? ", " : "");
 }
 
 static void write_metadata(st_strbuf_t *out, const st_model_t *m)
@@ -91,12 +94,12 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_
         st_strbuf_puts(out, ", ");
         st_strbuf_json_string(out, info->name);
         st_strbuf_puts(out, ": {");
-        put_time(out, "sum", (double)a->sum * k, 1);
-        put_time(out, "self", (double)a->self * k, 1);
-        put_time(out, "min", n->count ? (double)a->min * k : 0.0, 1);
-        put_time(out, "max", (double)a->max * k, 1);
-        put_time(out, "mean", a->mean * k, 1);
-        put_time(out, "var", st_accum_var(a, n->count) * k * k, 0);
+        put_time(out, "sum", (double)a->sum * k, 1, 1);
+        put_time(out, "self", (double)a->self * k, 1, 1);
+        put_time(out, "min", n->count ? (double)a->min * k : 0.0, 1, 1);
+        put_time(out, "max", (double)a->max * k, 1, 1);
+        put_time(out, "mean", a->mean * k, 0, 1);
+        put_time(out, "var", st_accum_var(a, n->count) * k * k, 0, 0);
         st_strbuf_putc(out, '}');
     }
     st_strbuf_putc(out, '}');

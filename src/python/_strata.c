@@ -71,6 +71,8 @@ typedef struct {
     uint32_t gen;       /* generation of settings it was computed for */
     uint32_t label;     /* interned label (static labels) */
     uint8_t keep;       /* 1: record calls */
+    uint8_t module_ok;  /* 1: its file passes the module filters and is not strata's:
+                         * the C functions it calls may be recorded (--trace-c) */
     uint8_t dynamic;    /* 1: label depends on the arguments (--label args) */
     uint8_t marks;      /* MARK_PROFILE / MARK_NOPROFILE, kept across generations */
 } codeinfo_t;
@@ -320,10 +322,11 @@ __attribute__((noinline, cold)) static codeinfo_t *code_info_slow(PyCodeObject *
     const char *name = PyUnicode_AsUTF8(co->co_name);
     const char *file = PyUnicode_AsUTF8(co->co_filename);
     const char *qual = PyUnicode_AsUTF8(co->co_qualname);
-    ci->keep = 0;
+    ci->keep = ci->module_ok = 0;
     if (name && file && qual) {
         int internal = g.internal_len && strncmp(file, g.internal_dir, g.internal_len) == 0;
-        ci->keep = (g.include_internal || !internal) && st_filter_keeps(&g.filter, name, file);
+        ci->module_ok = (g.include_internal || !internal) && st_filter_keeps_module(&g.filter, file);
+        ci->keep = ci->module_ok && st_filter_keeps(&g.filter, name, file);
         st_strbuf_t b;
         st_strbuf_init(&b);
         st_strbuf_puts(&b, qual);
@@ -409,8 +412,10 @@ __attribute__((noinline, cold)) static cfunc_entry_t *cfunc_info(PyObject *fn)
         else
             st_strbuf_printf(&b, "<built-in method %s.%s>", module, fname);
     }
+    int internal = strncmp(module, "strata.", 7) == 0;
     if (intern_buf(&b, &e->label) == 0)
-        e->keep = (uint8_t)st_filter_keeps(&g.filter, fname, module);
+        e->keep = (uint8_t)((g.include_internal || !internal) &&
+                            st_filter_keeps(&g.filter, fname, module));
     Py_XDECREF(modname);
     st_strbuf_free(&b);
     PyErr_Clear();
@@ -547,6 +552,11 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         return 0;
     case PyTrace_C_CALL: {
         if (!g.trace_c || ts->blocked)
+            return 0;
+        /* C functions called from left-out files (strata's own, threading's) are
+         * left out with them. */
+        codeinfo_t *caller = code_info(frame_code(frame));
+        if (!caller || !caller->module_ok)
             return 0;
         cfunc_entry_t *e = cfunc_info(arg);
         if (!e || !e->keep)

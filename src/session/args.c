@@ -203,9 +203,7 @@ static int scan(st_args_t *args, int argc, char **argv, action_t **acts, size_t 
         i++;
     }
     if (i >= argc)
-        return st_msg_set(msg, ST_EUSAGE,
-                          "no script to profile (usage: strata python [options] -- script.py "
-                          "[args])");
+        return 0; /* no target: reported after the settings are checked */
     args->target = argv[i];
     args->target_args = argv + i + 1;
     args->ntarget_args = argc - i - 1;
@@ -284,6 +282,13 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
             goto fail;
     }
 
+    if (!args->target) {
+        rc = st_msg_set(msg, ST_EUSAGE,
+                        "no script to profile (usage: strata python [options] -- script.py "
+                        "[args]; options such as -E take every word after them, so put -- "
+                        "before the script)");
+        goto fail;
+    }
     if (!args->is_module) {
         struct stat st;
         if (stat(args->target, &st) != 0) {

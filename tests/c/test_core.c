@@ -1,0 +1,341 @@
+/* Unit tests of the core: call tree (with a fake clock), interning, settings,
+ * filters, the command-line parser, and the table and JSON writers. Every figure is
+ * exact because time is injected. Prints "N passed, N failed" and exits non-zero
+ * on any failure. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/calltree.h"
+#include "core/components.h"
+#include "core/filter.h"
+#include "core/intern.h"
+#include "core/model.h"
+#include "core/settings.h"
+#include "core/strbuf.h"
+#include "output/json.h"
+#include "output/table.h"
+#include "session/args.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                     \
+    do {                                                                                \
+        if (cond) {                                                                     \
+            passed++;                                                                   \
+        } else {                                                                        \
+            failed++;                                                                   \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
+        }                                                                               \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                            \
+    do {                                                                                \
+        const char *g_ = (got), *w_ = (want);                                           \
+        if (strcmp(g_, w_) == 0) {                                                      \
+            passed++;                                                                   \
+        } else {                                                                        \
+            failed++;                                                                   \
+            fprintf(stderr, "%s:%d: got\n%s\nwanted\n%s\n", __FILE__, __LINE__, g_, w_); \
+        }                                                                               \
+    } while (0)
+
+/* Calls with fake times: push at t0, pop at t1. */
+static void call(st_calltree_t *t, uint32_t label, const void *key, uint64_t t0)
+{
+    st_frame_t *f = st_calltree_push(t, label, key);
+    f->t0[0] = t0;
+    f->t0[1] = t0 / 2;
+}
+
+static void ret(st_calltree_t *t, const void *key, uint64_t t1)
+{
+    uint64_t now[2] = {t1, t1 / 2};
+    st_calltree_pop(t, key, now, 2);
+}
+
+static void test_calltree(void)
+{
+    st_calltree_t t;
+    CHECK(st_calltree_init(&t, 0) == 0);
+    int a, b, c; /* frame identities */
+    /* main(0..100) calls f(10..30), f(40..80) and g(85..90); f calls g once. */
+    call(&t, 1, &a, 0);
+    call(&t, 2, &b, 10);
+    ret(&t, &b, 30);
+    call(&t, 2, &b, 40);
+    call(&t, 3, &c, 50);
+    ret(&t, &c, 60);
+    ret(&t, &b, 80);
+    call(&t, 3, &c, 85);
+    ret(&t, &c, 90);
+    ret(&t, &a, 100);
+    CHECK(t.depth == 0);
+    CHECK(t.nnodes == 5); /* root, main, main/f, main/f/g, main/g */
+    const st_node_t *main_ = &t.nodes[1], *f = &t.nodes[2];
+    CHECK(main_->count == 1 && main_->acc[0].sum == 100);
+    CHECK(main_->acc[0].self == 100 - 20 - 40 - 5);
+    CHECK(f->count == 2 && f->acc[0].sum == 60 && f->acc[0].min == 20 && f->acc[0].max == 40);
+    CHECK(f->acc[0].self == 50);
+    CHECK(fabs(f->acc[0].mean - 30.0) < 1e-9);
+    CHECK(fabs(st_accum_var(&f->acc[0], f->count) - 100.0) < 1e-9);
+    CHECK(f->depth == 1 && t.nodes[3].depth == 2 && t.nodes[4].depth == 1);
+    CHECK(t.nodes[3].parent == 2 && t.nodes[4].parent == 1);
+    /* The second timer got its own values. */
+    CHECK(main_->acc[1].sum == 50);
+
+    /* A pop whose key is not on top changes nothing. */
+    call(&t, 1, &a, 200);
+    ret(&t, &b, 210);
+    CHECK(t.depth == 1);
+    uint64_t now[2] = {300, 150};
+    st_calltree_close_all(&t, now, 2);
+    CHECK(t.depth == 0 && main_->count == 2 && t.nodes[1].acc[0].max == 100);
+    st_calltree_free(&t);
+
+    /* The node limit drops new paths but keeps the stack balanced. */
+    CHECK(st_calltree_init(&t, 3) == 0);
+    call(&t, 1, &a, 0);
+    call(&t, 2, &b, 1);
+    call(&t, 3, &c, 2); /* would be node 3: dropped */
+    CHECK(t.dropped == 1 && t.depth == 3);
+    ret(&t, &c, 3);
+    ret(&t, &b, 4);
+    ret(&t, &a, 5);
+    CHECK(t.depth == 0 && t.nnodes == 3 && t.nodes[2].count == 1);
+    st_calltree_free(&t);
+
+    /* Deep recursion: one node per depth, memory by paths not calls. */
+    CHECK(st_calltree_init(&t, 0) == 0);
+    static int keys[6000];
+    for (int rep = 0; rep < 3; rep++) {
+        for (int i = 0; i < 6000; i++)
+            call(&t, 7, &keys[i], (uint64_t)i);
+        for (int i = 5999; i >= 0; i--)
+            ret(&t, &keys[i], 10000);
+    }
+    CHECK(t.nnodes == 6001 && t.nodes[6000].count == 3 && t.nodes[6000].depth == 5999);
+    st_calltree_free(&t);
+}
+
+static void test_intern(void)
+{
+    st_intern_t t;
+    st_intern_init(&t);
+    uint32_t a, b, c;
+    CHECK(st_intern_id(&t, "fib", 3, &a) == 0);
+    CHECK(st_intern_id(&t, "fibonacci", 3, &b) == 0); /* only the first 3 bytes */
+    CHECK(a == b);
+    char name[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        CHECK(st_intern_id(&t, name, strlen(name), &c) == 0 && c == (uint32_t)i + 1);
+    }
+    CHECK(st_intern_id(&t, "f500", 4, &c) == 0 && c == 501);
+    CHECK_STR(st_intern_str(&t, 501), "f500");
+    st_intern_free(&t);
+}
+
+static void test_settings(void)
+{
+    st_settings_t s;
+    st_msg_t msg;
+    CHECK(st_settings_init(&s) == 0);
+    CHECK(st_settings_bool(&s, ST_S_PROFILE) == 1);
+    CHECK(st_settings_has(&s, ST_S_COMPONENTS, "wall_clock"));
+    size_t n;
+    char *const *ex = st_settings_list(&s, ST_S_MODULE_EXCLUDE, &n);
+    CHECK(n == 2 && strcmp(ex[1], "^<.*>$") == 0);
+    const char *yes[] = {"ON", "on", "True", "YES", "1"};
+    for (int i = 0; i < 5; i++)
+        CHECK(st_settings_set(&s, ST_S_TRACE_C, yes[i], ST_SRC_ENV, &msg) == 0 &&
+              st_settings_bool(&s, ST_S_TRACE_C));
+    CHECK(st_settings_set(&s, ST_S_TRACE_C, "maybe", ST_SRC_ENV, &msg) == ST_EINVAL);
+    CHECK(strstr(msg.text, "STRATA_TRACE_C") && strstr(msg.text, "maybe"));
+    CHECK(st_settings_set(&s, ST_S_COMPONENTS, "trip_count, cpu_clock", ST_SRC_ENV, &msg) == 0);
+    CHECK(st_settings_has(&s, ST_S_COMPONENTS, "cpu_clock") &&
+          !st_settings_has(&s, ST_S_COMPONENTS, "wall_clock"));
+    CHECK(st_settings_set(&s, ST_S_COMPONENTS, "trip_count,bogus", ST_SRC_ENV, &msg) == ST_EINVAL);
+    CHECK(strstr(msg.text, "bogus") && strstr(msg.text, "wall_clock"));
+    CHECK(st_settings_has(&s, ST_S_COMPONENTS, "cpu_clock")); /* unchanged */
+    CHECK(st_settings_set(&s, ST_S_PRECISION, "13", ST_SRC_ENV, &msg) == ST_EINVAL);
+    CHECK(st_settings_set(&s, ST_S_PRECISION, "3x", ST_SRC_ENV, &msg) == ST_EINVAL);
+    CHECK(st_settings_set(&s, ST_S_FUNCTION_EXCLUDE, "^a{1,2}$ (", ST_SRC_ENV, &msg) == ST_EINVAL);
+    CHECK(strstr(msg.text, "bad regex '('") != NULL);
+    CHECK(st_setting_find("strata_trace_c") == ST_S_TRACE_C);
+    CHECK(st_setting_find("TRACE_C") == ST_S_TRACE_C);
+    CHECK(st_setting_find("nope") == -1);
+    CHECK_STR(st_setting_closest("STRATA_COMPONENT"), "STRATA_COMPONENTS");
+    for (int i = 0; i < ST_NSETTINGS; i++) {
+        const st_setting_def_t *d = st_setting_def((st_setting_id_t)i);
+        CHECK(d->description && *d->description && d->category && *d->category);
+    }
+
+    /* Config file and environment. */
+    char path[] = "/tmp/strata-test-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    const char *text = "# comment\n\nSTRATA_COMPONENTS = trip_count\nprecision=3\nSTRATA_NOPE = 1\n";
+    CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    CHECK(st_settings_load_file(&s, path, NULL, &msg) == 0);
+    CHECK(st_settings_int(&s, ST_S_PRECISION) == 3 && s.v[ST_S_PRECISION].source == ST_SRC_FILE);
+    char *envp[] = {"HOME=/nonexistent", "STRATA_PRECISION=4", NULL};
+    CHECK(st_settings_load_env(&s, envp, NULL, &msg) == 0);
+    CHECK(st_settings_int(&s, ST_S_PRECISION) == 4 && s.v[ST_S_PRECISION].source == ST_SRC_ENV);
+    st_settings_free(&s);
+
+    /* Precedence through the parser: default < file < env < flag. */
+    char cfg[4200];
+    snprintf(cfg, sizeof cfg, "STRATA_CONFIG_FILE=%s", path);
+    char *env2[] = {"HOME=/nonexistent", cfg, "STRATA_PRECISION=5", NULL};
+    char *argv[] = {"--components", "wall_clock", "--", "/dev/null", "x", NULL};
+    st_args_t args;
+    CHECK(st_args_parse_python(&args, 5, argv, env2, NULL, stdout, &msg) == 0);
+    CHECK(st_settings_int(&args.settings, ST_S_PRECISION) == 5); /* env over file */
+    CHECK(st_settings_has(&args.settings, ST_S_COMPONENTS, "wall_clock") &&
+          !st_settings_has(&args.settings, ST_S_COMPONENTS, "trip_count")); /* flag over file */
+    CHECK(strcmp(args.target, "/dev/null") == 0 && args.ntarget_args == 1);
+    st_args_free(&args);
+    unlink(path);
+}
+
+static void test_args(void)
+{
+    char *envp[] = {"HOME=/nonexistent", NULL};
+    st_args_t a;
+    st_msg_t msg;
+    char *argv1[] = {"-b", "-E", "^fib$", "x.*", "--label", "args", "line", "-F",
+                     "--trace-c", "off", "-v", "2", "--", "/dev/null", "-v", NULL};
+    CHECK(st_args_parse_python(&a, 15, argv1, envp, NULL, stdout, &msg) == 0);
+    CHECK(st_settings_bool(&a.settings, ST_S_BUILTIN));
+    size_t n;
+    char *const *ex = st_settings_list(&a.settings, ST_S_FUNCTION_EXCLUDE, &n);
+    CHECK(n == 3 && strcmp(ex[0], "^<.*>$") == 0 && strcmp(ex[2], "x.*") == 0);
+    CHECK(st_settings_has(&a.settings, ST_S_LABEL, "args") &&
+          st_settings_has(&a.settings, ST_S_LABEL, "line") &&
+          !st_settings_has(&a.settings, ST_S_LABEL, "file"));
+    CHECK(st_settings_bool(&a.settings, ST_S_FULL_FILEPATH));
+    CHECK(!st_settings_bool(&a.settings, ST_S_TRACE_C));
+    CHECK(st_settings_int(&a.settings, ST_S_VERBOSE) == 2);
+    CHECK(a.ntarget_args == 1 && strcmp(a.target_args[0], "-v") == 0);
+    st_args_free(&a);
+
+    char *argv2[] = {"-m", "pkg.mod", "--x", NULL};
+    CHECK(st_args_parse_python(&a, 3, argv2, envp, NULL, stdout, &msg) == 0);
+    CHECK(a.is_module && strcmp(a.target, "pkg.mod") == 0 && a.ntarget_args == 1);
+    st_args_free(&a);
+
+    struct {
+        int argc;
+        char *argv[4];
+        const char *want;
+    } bad[] = {
+        {2, {"--bogus", "/dev/null"}, "unknown option '--bogus'"},
+        {3, {"-E", "(", "/dev/null"}, "bad regex '('"},
+        {1, {"/nonexistent/script.py"}, "cannot open script"},
+        {3, {"--components", "bogus", "/dev/null"}, "unknown value 'bogus'"},
+        {3, {"--label", "nope", "/dev/null"}, "unknown value 'nope'"},
+        {1, {"-E"}, "needs at least one value"},
+        {1, {"-v"}, "needs a value"},
+        {0, {NULL}, "no script to profile"},
+        {2, {"-v", "9"}, "whole number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = st_args_parse_python(&a, bad[i].argc, bad[i].argv, envp, NULL, stdout, &msg);
+        CHECK(rc < 0 && rc != ST_EHELP);
+        if (rc < 0 && !strstr(msg.text, bad[i].want)) {
+            failed++;
+            fprintf(stderr, "case %zu: message '%s' lacks '%s'\n", i, msg.text, bad[i].want);
+        }
+    }
+    char *envbad[] = {"STRATA_PROFILE=maybe", NULL};
+    char *argv3[] = {"/dev/null", NULL};
+    CHECK(st_args_parse_python(&a, 1, argv3, envbad, NULL, stdout, &msg) == ST_EINVAL);
+    CHECK(strstr(msg.text, "STRATA_PROFILE") != NULL);
+}
+
+static void test_filter(void)
+{
+    st_settings_t s;
+    st_msg_t msg;
+    st_filter_t f;
+    st_settings_init(&s);
+    CHECK(st_filter_init(&f, &s, &msg) == 0);
+    CHECK(st_filter_keeps(&f, "fib", "/x/example.py"));
+    CHECK(!st_filter_keeps(&f, "<module>", "/x/example.py"));
+    CHECK(!st_filter_keeps(&f, "run", "/usr/lib/python3.11/threading.py"));
+    CHECK(!st_filter_keeps(&f, "f", "<frozen runpy>"));
+    st_filter_free(&f);
+    st_settings_append(&s, ST_S_FUNCTION_INCLUDE, "^<module>$", ST_SRC_FLAG, &msg);
+    st_settings_append(&s, ST_S_FUNCTION_RESTRICT, "^(fib|<module>)$", ST_SRC_FLAG, &msg);
+    CHECK(st_filter_init(&f, &s, &msg) == 0);
+    CHECK(st_filter_keeps(&f, "fib", "a.py") && st_filter_keeps(&f, "<module>", "a.py"));
+    CHECK(!st_filter_keeps(&f, "run", "a.py"));
+    st_filter_free(&f);
+    st_settings_free(&s);
+}
+
+/* The seed's second table, from a hand-made tree. */
+static void test_table(void)
+{
+    st_intern_t labels;
+    st_intern_init(&labels);
+    uint32_t id;
+    st_intern_id(&labels, "inefficient", 11, &id);
+    st_calltree_t t;
+    st_calltree_init(&t, 0);
+    int k;
+    call(&t, id, &k, 0);
+    ret(&t, &k, 2000000000u);
+    st_model_thread_t th = {&t, 0, 1, "MainThread"};
+    st_settings_t s;
+    st_settings_init(&s);
+    st_model_t m = {.labels = &labels, .threads = &th, .nthreads = 1, .settings = &s,
+                    .ns_per_tick = {1.0, 1.0}, .components = 7};
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_table_write(&b, &m, ST_COMP_TRIP_COUNT, 6);
+    CHECK_STR(st_strbuf_cstr(&b),
+              "|-----------------------------------------------------------|\n"
+              "|                COUNTS NUMBER OF INVOCATIONS               |\n"
+              "|-----------------------------------------------------------|\n"
+              "|      LABEL        | COUNT  | DEPTH  |   METRIC   |  SUM   |\n"
+              "|-------------------|--------|--------|------------|--------|\n"
+              "| |0>>> inefficient |      1 |      0 | trip_count |      1 |\n"
+              "|-----------------------------------------------------------|\n");
+    st_strbuf_reset(&b);
+    st_table_write(&b, &m, ST_COMP_WALL_CLOCK, 6);
+    CHECK(strstr(st_strbuf_cstr(&b),
+                 "|      LABEL        | COUNT  | DEPTH  |   METRIC   | UNITS  |   SUM    |   "
+                 "MEAN   |   MIN    |   MAX    |   VAR    | STDDEV   | % SELF |\n") != NULL);
+    CHECK(strstr(st_strbuf_cstr(&b),
+                 "| |0>>> inefficient |      1 |      0 | wall_clock | sec    | 2.000000 | "
+                 "2.000000 | 2.000000 | 2.000000 | 0.000000 | 0.000000 |  100.0 |\n") != NULL);
+    /* Labels are data: JSON escapes them. */
+    st_intern_id(&labels, "bad\"label\n\x01", 12, &id);
+    call(&t, id, &k, 0);
+    ret(&t, &k, 1);
+    st_strbuf_reset(&b);
+    st_json_write(&b, &m);
+    CHECK(strstr(st_strbuf_cstr(&b), "\"label\": \"bad\\\"label\\n\\u0001\"") != NULL);
+    CHECK(strstr(st_strbuf_cstr(&b), "\"format_version\": 1") != NULL);
+    st_strbuf_free(&b);
+    st_settings_free(&s);
+    st_calltree_free(&t);
+    st_intern_free(&labels);
+}
+
+int main(void)
+{
+    test_calltree();
+    test_intern();
+    test_settings();
+    test_args();
+    test_filter();
+    test_table();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
