@@ -1,0 +1,216 @@
+/* Labels and verdicts: the slow paths behind the collector's caches (once per code
+ * object and generation, once per C function). */
+#include "python/collector.h"
+
+#include <string.h>
+
+#include "core/strbuf.h"
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static void add_location(st_strbuf_t *b, PyCodeObject *co)
+{
+    if (!st_py.label_file && !st_py.label_line)
+        return;
+    const char *file = PyUnicode_AsUTF8(co->co_filename);
+    if (!file) {
+        PyErr_Clear();
+        file = "?";
+    }
+    st_strbuf_puts(b, " [");
+    if (st_py.label_file)
+        st_strbuf_puts(b, st_py.full_filepath ? file : base_name(file));
+    if (st_py.label_line)
+        st_strbuf_printf(b, ":%d", co->co_firstlineno);
+    st_strbuf_putc(b, ']');
+}
+
+static int intern_buf(st_strbuf_t *b, uint32_t *id)
+{
+    if (b->failed)
+        return -1;
+    return st_intern_id(&st_py.session.labels, st_strbuf_cstr(b), b->len, id);
+}
+
+/* The label of a call with its arguments: name(a=1, b='x') [file:line]. */
+__attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    uint32_t id = fallback;
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    const char *name = PyUnicode_AsUTF8(co->co_qualname);
+    st_strbuf_puts(&b, name ? name : "?");
+    st_strbuf_putc(&b, '(');
+    PyObject *locals = PyFrame_GetLocals(frame);
+    PyObject *names = PyCode_GetVarnames(co);
+    if (locals && names && PyTuple_Check(names)) {
+        int n = co->co_argcount + co->co_kwonlyargcount;
+        if (co->co_flags & CO_VARARGS)
+            n++;
+        if (co->co_flags & CO_VARKEYWORDS)
+            n++;
+        for (int i = 0; i < n && i < PyTuple_GET_SIZE(names); i++) {
+            PyObject *key = PyTuple_GET_ITEM(names, i);
+            PyObject *val = PyMapping_Check(locals) ? PyObject_GetItem(locals, key) : NULL;
+            PyObject *repr = val ? PyObject_Repr(val) : NULL;
+            const char *k = PyUnicode_AsUTF8(key);
+            const char *r = repr ? PyUnicode_AsUTF8(repr) : NULL;
+            if (i)
+                st_strbuf_puts(&b, ", ");
+            st_strbuf_puts(&b, k ? k : "?");
+            st_strbuf_putc(&b, '=');
+            if (!r) {
+                st_strbuf_puts(&b, "?");
+            } else if (strlen(r) > 32) {
+                st_strbuf_add(&b, r, 29);
+                st_strbuf_puts(&b, "...");
+            } else {
+                st_strbuf_puts(&b, r);
+            }
+            Py_XDECREF(val);
+            Py_XDECREF(repr);
+            PyErr_Clear();
+        }
+    }
+    Py_XDECREF(locals);
+    Py_XDECREF(names);
+    PyErr_Clear();
+    st_strbuf_putc(&b, ')');
+    add_location(&b, co);
+    uint32_t got;
+    if (intern_buf(&b, &got) == 0)
+        id = got;
+    st_strbuf_free(&b);
+    PyErr_Restore(et, ev, tb);
+    return id;
+}
+
+/* The code object's info, made or refreshed for this generation. NULL when out
+ * of memory (the call is then not recorded). */
+__attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *co)
+{
+    void *extra = NULL;
+    if (code_get_extra((PyObject *)co, st_py.extra_index, &extra) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    codeinfo_t *ci = extra;
+    if (ci && ci->gen == st_py.gen)
+        return ci;
+    if (!ci) {
+        ci = calloc(1, sizeof *ci);
+        if (!ci)
+            return NULL;
+        if (code_set_extra((PyObject *)co, st_py.extra_index, ci) < 0) {
+            PyErr_Clear();
+            free(ci);
+            return NULL;
+        }
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    const char *name = PyUnicode_AsUTF8(co->co_name);
+    const char *file = PyUnicode_AsUTF8(co->co_filename);
+    const char *qual = PyUnicode_AsUTF8(co->co_qualname);
+    ci->keep = ci->module_ok = 0;
+    if (name && file && qual) {
+        int internal = st_py.internal_len && strncmp(file, st_py.internal_dir, st_py.internal_len) == 0;
+        ci->module_ok = (st_py.include_internal || !internal) && st_filter_keeps_module(&st_py.filter, file);
+        ci->keep = ci->module_ok && st_filter_keeps(&st_py.filter, name, file);
+        st_strbuf_t b;
+        st_strbuf_init(&b);
+        st_strbuf_puts(&b, qual);
+        add_location(&b, co);
+        if (intern_buf(&b, &ci->label) < 0)
+            ci->keep = 0;
+        st_strbuf_free(&b);
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    ci->dynamic = (uint8_t)st_py.label_args;
+    ci->gen = st_py.gen;
+    return ci;
+}
+
+
+/* Label and verdict of a C function (cached by method def and owner). */
+__attribute__((noinline, cold)) cfunc_entry_t *st_pylabel_cfunc(PyObject *fn)
+{
+    if (!PyCFunction_Check(fn))
+        return NULL;
+    PyCFunctionObject *cf = (PyCFunctionObject *)fn;
+    PyObject *self = cf->m_self;
+    int is_method = self && !PyModule_Check(self);
+    const void *owner = is_method ? (const void *)Py_TYPE(self) : (const void *)self;
+    if (st_py.ncfunc_slots == 0 || (st_py.ncfuncs + 1) * 2 > st_py.ncfunc_slots) {
+        size_t slots = st_py.ncfunc_slots ? st_py.ncfunc_slots * 2 : 256;
+        cfunc_entry_t *t = calloc(slots, sizeof *t);
+        if (!t)
+            return NULL;
+        for (size_t i = 0; i < st_py.ncfunc_slots; i++) {
+            if (!st_py.cfuncs[i].ml)
+                continue;
+            size_t j = (((uintptr_t)st_py.cfuncs[i].ml >> 4) ^ ((uintptr_t)st_py.cfuncs[i].owner >> 4)) &
+                       (slots - 1);
+            while (t[j].ml)
+                j = (j + 1) & (slots - 1);
+            t[j] = st_py.cfuncs[i];
+        }
+        free(st_py.cfuncs);
+        st_py.cfuncs = t;
+        st_py.ncfunc_slots = slots;
+    }
+    size_t j = (((uintptr_t)cf->m_ml >> 4) ^ ((uintptr_t)owner >> 4)) & (st_py.ncfunc_slots - 1);
+    while (st_py.cfuncs[j].ml && !(st_py.cfuncs[j].ml == cf->m_ml && st_py.cfuncs[j].owner == owner))
+        j = (j + 1) & (st_py.ncfunc_slots - 1);
+    cfunc_entry_t *e = &st_py.cfuncs[j];
+    if (e->ml && e->gen == st_py.gen)
+        return e;
+    if (!e->ml)
+        st_py.ncfuncs++;
+    e->ml = cf->m_ml;
+    e->owner = owner;
+    e->gen = st_py.gen;
+    e->keep = 0;
+
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    const char *fname = cf->m_ml->ml_name;
+    const char *module = "builtins";
+    PyObject *modname = NULL;
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    if (is_method) {
+        module = Py_TYPE(self)->tp_name;
+        st_strbuf_printf(&b, "<method '%s' of '%s' objects>", fname, module);
+    } else {
+        if (self)
+            modname = PyObject_GetAttrString(self, "__name__");
+        else if (cf->m_module)
+            modname = Py_NewRef(cf->m_module);
+        if (modname && PyUnicode_Check(modname))
+            module = PyUnicode_AsUTF8(modname);
+        if (!module)
+            module = "?";
+        if (strcmp(module, "builtins") == 0)
+            st_strbuf_printf(&b, "<built-in method %s>", fname);
+        else
+            st_strbuf_printf(&b, "<built-in method %s.%s>", module, fname);
+    }
+    int internal = strncmp(module, "strata.", 7) == 0;
+    if (intern_buf(&b, &e->label) == 0)
+        e->keep = (uint8_t)((st_py.include_internal || !internal) &&
+                            st_filter_keeps(&st_py.filter, fname, module));
+    Py_XDECREF(modname);
+    st_strbuf_free(&b);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    return e;
+}
+
