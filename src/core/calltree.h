@@ -38,10 +38,21 @@
 
 #define ST_NODE_NONE UINT32_MAX /* "no node": dropped frame, end of a list */
 
+/* One timer's statistics on one node. The variance is Welford's, updated in
+ * batches: each call adds its time and its square to exact integer batch sums (no
+ * division on the hot path), and every ST_BATCH calls the batch is folded into the
+ * running mean and M2 by Chan's formula for combining Welford states. Within a batch
+ * nothing is rounded (times below 2^57 ticks, about a year and a half, square into
+ * 128 bits exactly); across batches the update is Welford's, as stable. */
 typedef struct {
-    uint64_t sum, min, max, self; /* ticks */
-    double mean, m2;              /* Welford, ticks and ticks^2 */
+    uint64_t sum, min, max, self;   /* ticks */
+    uint64_t merged_sum;            /* the part of sum already in mean and m2 */
+    double mean, m2;                /* Welford state over the node's first `merged` calls */
+    unsigned __int128 batch_sq;     /* sum of squares of the calls since */
 } st_accum_t;
+
+#define ST_BATCH 64
+#define ST_MAX_TICKS (((uint64_t)1 << 57) - 1)
 
 typedef struct {
     uint32_t label;        /* interned label id; the root's is ST_NODE_NONE */
@@ -50,6 +61,7 @@ typedef struct {
     uint32_t hint;         /* the child entered last, or ST_NODE_NONE */
     uint32_t depth;        /* 0 for the root's children */
     uint64_t count;        /* completed calls */
+    uint64_t merged;       /* calls folded into each accumulator's mean and m2 */
     st_accum_t acc[ST_NTIMERS];
 } st_node_t;
 
@@ -106,6 +118,9 @@ static inline st_frame_t *st_calltree_push(st_calltree_t *t, uint32_t label, con
     return f;
 }
 
+/* Folds the node's pending batch into each timer's mean and M2. */
+void st_node_merge(st_node_t *n, int ntimers);
+
 /* Closes the top call (which the caller has checked is its own), charging
  * now[i] - t0[i] to each of the first `ntimers` timers. */
 static inline void st_calltree_close_top(st_calltree_t *t, const uint64_t *now, int ntimers)
@@ -118,6 +133,8 @@ static inline void st_calltree_close_top(st_calltree_t *t, const uint64_t *now, 
     uint64_t count = ++n->count;
     for (int i = 0; i < ntimers; i++) {
         uint64_t el = now[i] > f->t0[i] ? now[i] - f->t0[i] : 0;
+        if (el > ST_MAX_TICKS)
+            el = ST_MAX_TICKS;
         st_accum_t *a = &n->acc[i];
         a->sum += el;
         a->self += el > f->child[i] ? el - f->child[i] : 0;
@@ -125,13 +142,12 @@ static inline void st_calltree_close_top(st_calltree_t *t, const uint64_t *now, 
             a->min = el;
         if (el > a->max)
             a->max = el;
-        /* Welford's update of the mean and of M2 (the sum of squared deviations). */
-        double d = (double)el - a->mean;
-        a->mean += d / (double)count;
-        a->m2 += d * ((double)el - a->mean);
+        a->batch_sq += (unsigned __int128)el * el;
         if (up)
             up->child[i] += el;
     }
+    if (count - n->merged == ST_BATCH)
+        st_node_merge(n, ntimers);
 }
 
 /* Closes the top call if its key is `key`. Returns 1 if a call was closed, 0 if
@@ -155,7 +171,8 @@ static inline const void *st_calltree_top_key(const st_calltree_t *t)
     return t->depth ? t->stack[t->depth - 1].key : NULL;
 }
 
-/* Variance (population, in ticks^2) of an accumulator over `count` calls. */
-double st_accum_var(const st_accum_t *a, uint64_t count);
+/* Mean (ticks) and population variance (ticks^2) of a timer of node n, pending
+ * batch included; n is not changed. */
+void st_accum_stats(const st_node_t *n, int timer, double *mean, double *var);
 
 #endif

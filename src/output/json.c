@@ -98,8 +98,10 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_
         put_time(out, "self", (double)a->self * k, 1, 1);
         put_time(out, "min", n->count ? (double)a->min * k : 0.0, 1, 1);
         put_time(out, "max", (double)a->max * k, 1, 1);
-        put_time(out, "mean", a->mean * k, 0, 1);
-        put_time(out, "var", st_accum_var(a, n->count) * k * k, 0, 0);
+        double mean, var;
+        st_accum_stats(n, info->timer, &mean, &var);
+        put_time(out, "mean", mean * k, 0, 1);
+        put_time(out, "var", var * k * k, 0, 0);
         st_strbuf_putc(out, '}');
     }
     st_strbuf_putc(out, '}');

@@ -173,10 +173,12 @@ static void add_rows(grid_t *g, const st_model_t *m, const st_model_thread_t *th
         } else {
             const st_accum_t *a = &node->acc[info->timer];
             double sec = m->ns_per_tick[info->timer] * 1e-9;
-            double var = st_accum_var(a, node->count) * sec * sec;
+            double mean, var;
+            st_accum_stats(node, info->timer, &mean, &var);
+            var *= sec * sec;
             double vals[6] = {
                 (double)a->sum * sec,
-                a->mean * sec,
+                mean * sec,
                 node->count ? (double)a->min * sec : 0.0,
                 (double)a->max * sec,
                 var,

@@ -79,8 +79,9 @@ static void test_calltree(void)
     CHECK(main_->acc[0].self == 100 - 20 - 40 - 5);
     CHECK(f->count == 2 && f->acc[0].sum == 60 && f->acc[0].min == 20 && f->acc[0].max == 40);
     CHECK(f->acc[0].self == 50);
-    CHECK(fabs(f->acc[0].mean - 30.0) < 1e-9);
-    CHECK(fabs(st_accum_var(&f->acc[0], f->count) - 100.0) < 1e-9);
+    double mean, var;
+    st_accum_stats(f, 0, &mean, &var);
+    CHECK(fabs(mean - 30.0) < 1e-9 && fabs(var - 100.0) < 1e-9);
     CHECK(f->depth == 1 && t.nodes[3].depth == 2 && t.nodes[4].depth == 1);
     CHECK(t.nodes[3].parent == 2 && t.nodes[4].parent == 1);
     /* The second timer got its own values. */
@@ -117,6 +118,26 @@ static void test_calltree(void)
             ret(&t, &keys[i], 10000);
     }
     CHECK(t.nnodes == 6001 && t.nodes[6000].count == 3 && t.nodes[6000].depth == 5999);
+    st_calltree_free(&t);
+
+    /* Mean and variance across many batches, against a two-pass computation, with a
+     * large offset that would ruin a naive sum of squares in doubles. */
+    CHECK(st_calltree_init(&t, 0) == 0);
+    const int ncalls = 1000;
+    double sum = 0, sq = 0;
+    uint64_t base = 1000000000000u, xs[1000];
+    for (int i = 0; i < ncalls; i++) {
+        xs[i] = base + (uint64_t)((i * 7919) % 1013);
+        sum += (double)xs[i];
+        call(&t, 5, &a, 0);
+        ret(&t, &a, xs[i]);
+    }
+    double mu = sum / ncalls;
+    for (int i = 0; i < ncalls; i++)
+        sq += ((double)xs[i] - mu) * ((double)xs[i] - mu);
+    st_accum_stats(&t.nodes[1], 0, &mean, &var);
+    CHECK(fabs(mean - mu) < 1e-3 && fabs(var - sq / ncalls) < 1e-6 * (sq / ncalls));
+    CHECK(t.nodes[1].merged == 960); /* 15 whole batches folded, 40 calls pending */
     st_calltree_free(&t);
 }
 
