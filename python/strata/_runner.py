@@ -68,16 +68,14 @@ def main(argv):
     target, args = parsed["target"], parsed["args"]
 
     if parsed["is_module"]:
-        import importlib.util
+        # Found (and its parent packages imported) before profiling starts, as
+        # `python -m` does before running the module.
+        import runpy
         sys.path[0] = os.getcwd()
         try:
-            spec = importlib.util.find_spec(target)
-        except Exception as e:  # a parent package that fails to import
-            spec, why = None, f"{type(e).__name__}: {e}"
-        else:
-            why = "no such module"
-        if spec is None:
-            return _error(f"cannot find module '{target}' ({why})")
+            _, spec, code = runpy._get_module_details(target)
+        except Exception as e:  # runpy's ImportError, or a parent package failing
+            return _error(f"cannot run module '{target}': {e}")
         name = target.rsplit(".", 1)[-1]
     else:
         name = os.path.splitext(os.path.basename(target))[0] or "script"
@@ -113,10 +111,9 @@ def main(argv):
     sys.modules["__main__"] = main_module
     try:
         if parsed["is_module"]:
-            import runpy
-            sys.argv = [target] + args
+            sys.argv = [spec.origin] + args
             _strata.start()
-            runpy._run_module_as_main(target, alter_argv=True)
+            runpy._run_code(code, main_module.__dict__, None, "__main__", spec)
         else:
             main_module.__file__ = filename
             main_module.__cached__ = None
@@ -130,6 +127,8 @@ def main(argv):
         raise
     except BaseException as e:
         _interrupted = isinstance(e, KeyboardInterrupt)
-        sys.excepthook(type(e), e, _strip(e.__traceback__))
+        tb = _strip(e.__traceback__)
+        e.__traceback__ = tb  # the default hook prints the exception's own traceback
+        sys.excepthook(type(e), e, tb)
         return 1
     return 0

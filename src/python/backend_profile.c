@@ -97,17 +97,20 @@ st_pythread_t *st_pybackend_current(void)
     return NULL;
 }
 
-static int install_on(PyThreadState *tstate, int is_current)
+/* Gives tstate a thread state object and the hook. With make_tree, its call tree
+ * is made first: naming a thread runs Python code, which must not be recorded. */
+static int install_on(PyThreadState *tstate, int is_current, int make_tree)
 {
     unsigned long ident = (unsigned long)tstate->thread_id;
-    uint64_t tid = is_current ? (uint64_t)PyThread_get_thread_native_id() : 0;
-#if PY_VERSION_HEX >= 0x030B0000
-    if (!is_current)
-        tid = (uint64_t)tstate->native_thread_id;
-#endif
+    uint64_t tid = is_current ? (uint64_t)PyThread_get_thread_native_id()
+                              : (uint64_t)tstate->native_thread_id;
     st_pythread_t *ts = st_pythread_new(ident, tid);
     if (!ts)
         return -1;
+    if (make_tree && !st_pythread_tree(ts)) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (is_current) {
         PyEval_SetProfile(hook, (PyObject *)ts);
         return 0;
@@ -126,7 +129,7 @@ static PyObject *bootstrap(PyObject *self, PyObject *args)
     if (!st_py.running || st_py.forked_child || st_pybackend_current()) {
         Py_RETURN_NONE;
     }
-    if (install_on(PyThreadState_Get(), 1) < 0)
+    if (install_on(PyThreadState_Get(), 1, 1) < 0)
         return NULL;
     st_pythread_t *ts = st_pybackend_current();
     const char *ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : "";
@@ -161,15 +164,12 @@ int st_pybackend_start(void)
     if (set_threading_profile(st_py.bootstrap) < 0)
         return -1;
     PyThreadState *me = PyThreadState_Get();
-    if (install_on(me, 1) < 0)
+    /* The thread starting the profile (the main thread) is |0>>>. */
+    if (install_on(me, 1, 1) < 0)
         return -1;
-    /* The main thread (the one starting the profile) is |0>>>. */
-    st_pythread_t *mine = st_pybackend_current();
-    if (mine && !st_pythread_tree(mine))
-        return PyErr_NoMemory(), -1;
     for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t;
          t = PyThreadState_Next(t)) {
-        if (t != me && install_on(t, 0) < 0)
+        if (t != me && install_on(t, 0, 0) < 0)
             return -1;
     }
     st_py.running = 1;

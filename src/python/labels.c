@@ -21,7 +21,7 @@ static void add_location(st_strbuf_t *b, PyCodeObject *co)
         PyErr_Clear();
         file = "?";
     }
-    st_strbuf_puts(b, " [");
+    st_strbuf_putc(b, '[');
     if (st_py.label_file)
         st_strbuf_puts(b, st_py.full_filepath ? file : base_name(file));
     if (st_py.label_line)
@@ -36,7 +36,7 @@ static int intern_buf(st_strbuf_t *b, uint32_t *id)
     return st_intern_id(&st_py.session.labels, st_strbuf_cstr(b), b->len, id);
 }
 
-/* The label of a call with its arguments: name(a=1, b='x') [file:line]. */
+/* The label of a call with its arguments: name(a=1, b='x')[file:line]. */
 __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback)
 {
     PyObject *et, *ev, *tb;

@@ -34,7 +34,7 @@ static const flag_t flags[] = {
     {"-MR", "--module-restrict", ST_S_MODULE_RESTRICT, ARG_MANY},
     {NULL, "--trace-c", ST_S_TRACE_C, ARG_OPT_BOOL},
     {"-o", "--output", ST_S_OUTPUT_PATH, ARG_ONE},
-    {NULL, "--components", ST_S_COMPONENTS, ARG_MANY},
+    {NULL, "--components", ST_S_COMPONENTS, ARG_ONE},
 };
 
 void st_args_print_python_help(FILE *out)

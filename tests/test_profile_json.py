@@ -1,0 +1,300 @@
+"""profile.json (docs/formats.md): its layout, that it says what the tables say, that
+it records where each setting came from, and that its size follows the number of
+distinct call paths, not the number of calls."""
+
+import json
+import os
+import platform
+import re
+import time
+
+import pytest
+
+from conftest import TITLES, Runner, count_nodes, find_results, load_profile, read_table
+
+QUIET = {"STRATA_PRINT_TABLES": "OFF", "STRATA_COMPONENTS": "trip_count"}
+
+THREADED = """
+import os
+import threading
+import time
+
+def leaf():
+    pass
+
+def nap():
+    time.sleep(0.01)
+    leaf()
+
+def worker():
+    for _ in range(3):
+        nap()
+
+def main():
+    t = threading.Thread(target=worker, name="worker-thread")
+    t.start()
+    t.join()
+    nap()
+    leaf()
+
+with open("pid.txt", "w") as f:
+    f.write(str(os.getpid()))
+main()
+"""
+
+
+@pytest.fixture(scope="module")
+def threaded(strata_bin, tmp_path_factory):
+    """THREADED run once with all three components: (profile, {component: table}, pid,
+    wall-clock bounds of the run in ns)."""
+    runner = Runner(tmp_path_factory.mktemp("json"))
+    runner.write("threaded.py", THREADED)
+    before = time.time_ns()
+    res = runner.strata("--components", "trip_count,wall_clock,cpu_clock", "--", "threaded.py",
+                        env={"STRATA_PRINT_TABLES": "OFF"})
+    after = time.time_ns()
+    assert res.returncode == 0, res.describe()
+    results = find_results(runner.dir)
+    tables = {c: read_table(results, c) for c in TITLES}
+    pid = int((runner.dir / "pid.txt").read_text())
+    return load_profile(results), tables, pid, (before, after)
+
+
+def test_layout(threaded):
+    data, _, pid, (before, after) = threaded
+    assert data["format_version"] == 1
+    assert {"format_version", "metadata", "settings", "components", "threads"} <= set(data)
+    md = data["metadata"]
+    assert isinstance(md["command"], list) and md["command"][-1] == "threaded.py", md["command"]
+    assert md["python_version"] == platform.python_version()  # the suite runs the same venv
+    assert md["pid"] == pid
+    assert isinstance(md["host"], str) and md["host"]
+    assert before <= md["start_time_ns"] <= md["end_time_ns"] <= after, md
+    assert md["clock"] in ("tsc", "monotonic")
+    assert md["dropped_calls"] == 0
+    assert isinstance(md["strata_version"], str) and md["strata_version"]
+    assert [c["name"] for c in data["components"]] == ["trip_count", "wall_clock", "cpu_clock"]
+    for c in data["components"]:
+        assert c["title"] == TITLES[c["name"]]
+        assert c["units"] == ("calls" if c["name"] == "trip_count" else "ns")
+    for name, s in data["settings"].items():
+        assert set(s) == {"value", "source"}, (name, s)
+        assert isinstance(s["value"], str)
+        assert s["source"] in ("default", "file", "environment", "flag", "program"), (name, s)
+    threads = data["threads"]
+    assert [t["index"] for t in threads] == list(range(len(threads)))
+    assert threads[0]["name"] == "MainThread"
+    assert threads[1]["name"] == "worker-thread"
+    assert all(t["dropped_calls"] == 0 for t in threads)
+    assert len({t["tid"] for t in threads}) == len(threads)
+
+
+def test_nodes_well_formed(threaded):
+    data = threaded[0]
+    for t in data["threads"]:
+        seen = {}
+        for n in t["nodes"]:
+            assert n["id"] not in seen, f"id {n['id']} twice"
+            if n["parent"] == -1:
+                assert n["depth"] == 0
+            else:
+                assert n["parent"] in seen, "a parent comes after its child"
+                assert n["depth"] == seen[n["parent"]]["depth"] + 1
+            assert isinstance(n["label"], str) and isinstance(n["count"], int)
+            assert "trip_count" not in n  # trip_count is the count field
+            for comp in ("wall_clock", "cpu_clock"):
+                m = n[comp]
+                assert set(m) == {"sum", "self", "min", "max", "mean", "var"}, m
+                assert 0 <= m["self"] <= m["sum"] + 1, m
+                assert m["min"] <= m["mean"] + 1 and m["mean"] <= m["max"] + 1, m
+                assert m["var"] >= 0
+                assert abs(m["mean"] * n["count"] - m["sum"]) <= max(2, 1e-6 * m["sum"]), m
+            seen[n["id"]] = n
+
+
+def json_rows(data):
+    """The nodes in table order: thread by thread, depth first, children in first-call
+    order (their order in the file)."""
+    rows = []
+    for t in data["threads"]:
+        kids = {}
+        for n in t["nodes"]:
+            kids.setdefault(n["parent"], []).append(n)
+        stack = list(reversed(kids.get(-1, [])))
+        while stack:
+            n = stack.pop()
+            rows.append((t["index"], n))
+            stack.extend(reversed(kids.get(n["id"], [])))
+    return rows
+
+
+def test_json_says_what_the_tables_say(threaded):
+    data, tables, _, _ = threaded
+    rows = json_rows(data)
+    trip = tables["trip_count"]
+    assert [(i, n["depth"], n["label"], n["count"]) for i, n in rows] == \
+        [(r.thread, r.depth, r.name, r.count) for r in trip.rows]
+    for comp in ("wall_clock", "cpu_clock"):
+        for (i, n), r in zip(rows, tables[comp].rows):
+            m = n[comp]
+            for col, key in (("SUM", "sum"), ("MEAN", "mean"), ("MIN", "min"), ("MAX", "max")):
+                assert abs(r.num(col) - m[key] / 1e9) <= 1.5e-6, (comp, r, col, m)
+            assert abs(r.num("VAR") - m["var"] / 1e18) <= 1.5e-6, (comp, r, m)
+            self_pct = 100.0 * m["self"] / m["sum"] if m["sum"] else 100.0
+            assert abs(r.num("% SELF") - self_pct) <= 0.051 + 1e-9 or m["sum"] < 1000, \
+                (comp, r.cells, m)
+
+
+def test_sleeps_in_nanoseconds(threaded):
+    data = threaded[0]
+    worker = data["threads"][1]
+    naps = [n for n in worker["nodes"] if n["label"] == "nap"]
+    assert len(naps) == 1 and naps[0]["count"] == 3
+    assert naps[0]["wall_clock"]["sum"] >= 0.029e9
+    assert naps[0]["wall_clock"]["min"] >= 0.0095e9
+
+
+# ------------------------------------------------------------------------- settings sources
+
+
+def settings_of(runner, *args, env=None, script="tiny.py"):
+    out = runner.dir / f"out{len(list(runner.dir.glob('out*')))}"
+    res = runner.strata("-o", out, *args, "--", script, env={"STRATA_PRINT_TABLES": "OFF", **(env or {})})
+    assert res.returncode == 0, res.describe()
+    return load_profile(out)["settings"]
+
+
+def test_settings_sources(runner):
+    runner.write("tiny.py", "def f():\n    pass\nf()\n")
+    runner.write("my.cfg", "STRATA_COMPONENTS = cpu_clock\nSTRATA_PRECISION = 4\n")
+    s = settings_of(runner)
+    assert s["components"] == {"value": "wall_clock", "source": "default"}
+    assert s["trace_c"]["source"] == "default"
+    s = settings_of(runner, "-c", "my.cfg")
+    assert s["components"] == {"value": "cpu_clock", "source": "file"}
+    assert s["precision"] == {"value": "4", "source": "file"}
+    s = settings_of(runner, "-c", "my.cfg", env={"STRATA_COMPONENTS": "trip_count"})
+    assert s["components"] == {"value": "trip_count", "source": "environment"}
+    assert s["precision"]["source"] == "file"
+    s = settings_of(runner, "-c", "my.cfg", "--components", "trip_count,wall_clock",
+                    "--trace-c", env={"STRATA_COMPONENTS": "trip_count"})
+    assert s["components"]["source"] == "flag"
+    assert re.split(r"[, ]+", s["components"]["value"]) == ["trip_count", "wall_clock"]
+    assert s["trace_c"]["source"] == "flag"
+
+
+def test_settings_set_by_program(runner):
+    runner.write("prog.py", """
+        import strata
+        from strata.profiler import config
+
+        config.trace_c = True
+
+        def f():
+            return sorted([2, 1])
+
+        with strata.profile():
+            f()
+    """)
+    res = runner.plain("prog.py", env=QUIET)
+    assert res.returncode == 0, res.describe()
+    data = load_profile(find_results(runner.dir))
+    assert data["settings"]["trace_c"]["source"] == "program"
+    assert data["settings"]["components"]["source"] == "environment"
+    labels = [n["label"] for n in data["threads"][0]["nodes"]]
+    assert labels == ["f", "<built-in method sorted>"], labels
+
+
+# ---------------------------------------------------------------------- escaping, limits
+
+
+def test_labels_with_control_characters(runner):
+    """Labels are user data: quotes, backslashes and control characters are escaped."""
+    weird = 'we"ird\\name\x01\ttab\nnewline'
+    runner.write("weird.py", f"""
+        def f():
+            pass
+
+        f.__code__ = f.__code__.replace(co_name={weird!r}, co_qualname={weird!r})
+        f()
+    """)
+    res = runner.strata("--", "weird.py", env=QUIET)
+    assert res.returncode == 0, res.describe()
+    text = (find_results(runner.dir) / "profile.json").read_text()
+    data = json.loads(text)  # strict: a raw control character is an error
+    assert [n["label"] for n in data["threads"][0]["nodes"]] == [weird]
+
+
+def test_max_nodes_drops_calls_and_says_so(runner):
+    runner.copy_example()
+    res = runner.strata("--", "example.py", env={"STRATA_COMPONENTS": "trip_count",
+                                                 "STRATA_MAX_NODES": "5"})
+    assert res.returncode == 0, res.describe()
+    data = load_profile(find_results(runner.dir))
+    main = data["threads"][0]
+    assert len(main["nodes"]) <= 5
+    assert main["dropped_calls"] > 0
+    assert data["metadata"]["dropped_calls"] == sum(t["dropped_calls"] for t in data["threads"])
+    assert "STRATA_MAX_NODES" in res.stderr
+
+
+# ----------------------------------------------------------------------- bounded memory
+
+CALLS = """
+import sys
+
+def tiny():
+    pass
+
+def main(n):
+    for _ in range(n):
+        tiny()
+
+main(int(sys.argv[1]))
+"""
+
+
+def test_memory_grows_with_paths_not_calls(runner):
+    runner.write("calls.py", CALLS)
+    nodes = {}
+    for n in (200_000, 2_000_000):
+        out = runner.dir / f"out{n}"
+        res = runner.strata("-o", out, "--", "calls.py", str(n), env=QUIET)
+        assert res.returncode == 0, res.describe()
+        table = read_table(out, "trip_count")
+        assert table.get("main", "tiny").count == n
+        nodes[n] = (count_nodes(load_profile(out)), len(table.rows))
+    assert nodes[200_000] == nodes[2_000_000], nodes
+    assert nodes[200_000][0] == 2
+
+
+def test_fork_profile_is_the_parents(runner):
+    """A forked child that exits normally writes nothing: the profile has the parent's
+    pid (the child's would replace it, since the child ends last)."""
+    runner.write("forker.py", """
+        import os
+        import sys
+        import time
+
+        def child_only():
+            pass
+
+        with open("parent.pid", "w") as f:
+            f.write(str(os.getpid()))
+        parent = os.getpid()
+        sys.stdout.flush()
+        if os.fork() == 0:
+            deadline = time.monotonic() + 10
+            while os.getppid() == parent and time.monotonic() < deadline:
+                time.sleep(0.005)
+            child_only()
+            sys.exit(0)
+    """)
+    res = runner.strata("--", "forker.py", env=QUIET)
+    assert res.returncode == 0, res.describe()
+    results = find_results(runner.dir)
+    data = load_profile(results)
+    assert data["metadata"]["pid"] == int((runner.dir / "parent.pid").read_text())
+    assert "child_only" not in [n["label"] for t in data["threads"] for n in t["nodes"]]
+    leftovers = [p for p in os.listdir(results) if p not in ("profile.json", "trip_count.txt")]
+    assert not leftovers, leftovers
