@@ -1,0 +1,709 @@
+#!/usr/bin/env python3
+"""Overhead benchmark: strata against a bare C profile hook, cProfile and yappi.
+
+    python bench/run.py [--quick] [-n N] [--only W[,W]] [--tools T[,T]] [--update-docs]
+
+Every workload in bench/workloads/ runs as a separate process under each
+configuration:
+
+    plain     python script.py
+    floor     the same with an empty C profile hook (bench/floor/benchfloor.c)
+    strata    strata python -o TMP -- script.py      (STRATA_PRINT_TABLES=OFF)
+    cProfile  python -m cProfile -o /dev/null script.py
+    yappi     python -m yappi -c wall -o /dev/null script.py
+
+All of them use one interpreter (.venv/bin/python, the one strata was built
+for); yappi comes from PyPI into .venv-bench (made by this script from the
+same base interpreter) and is put on that interpreter's PYTHONPATH for the
+yappi runs only.  Each run is timed by the CPU time of the child process
+(user + sys, from getrusage(RUSAGE_CHILDREN) deltas) and by wall time.  The
+configurations are repeated N times, round-robin in a shuffled order each
+round, after one untimed warm-up round; medians are reported.  What matters is
+the time a tool ADDS to plain python, and how strata's added time compares to
+the others' added times measured in the same run.
+
+Results: a markdown table on standard output, bench/results/latest.md and
+bench/results/latest.json; --update-docs also rewrites the results section of
+docs/performance.md.  This is a benchmark, not a test: nothing here fails
+because of a timing.
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import random
+import resource
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+WORKLOAD_DIR = os.path.join(BENCH, "workloads")
+RUNNERS = os.path.join(BENCH, "runners")
+BUILD_DIR = os.path.join(BENCH, "build")
+RESULTS_DIR = os.path.join(BENCH, "results")
+DOC = os.path.join(ROOT, "docs", "performance.md")
+BENCH_VENV = os.path.join(ROOT, ".venv-bench")
+YAPPI_REQUIREMENT = "yappi"
+
+DOC_BEGIN = "<!-- bench-results:begin (written by bench/run.py --update-docs) -->"
+DOC_END = "<!-- bench-results:end -->"
+
+# Targets from the issue, for the call-heavy workload (strata added / other added).
+TARGETS = {"floor": 1.25, "cProfile": 0.65}
+TARGET_WORKLOAD = "fib"
+
+# name -> (script, label, aliases, compare stdout with plain's)
+WORKLOADS = {
+    "fib": ("fib.py", "call-heavy: fib(30)", ("call-heavy", "recursive"), True),
+    "mixed": ("mixed.py", "mixed: classes, json, re, sorting", ("mixed",), True),
+    "loops": ("loops.py", "loop-heavy: few calls, long loops", ("loop-heavy",), True),
+    "stdlib_tests": ("stdlib_tests.py", "real: python -m test test_json",
+                     ("real", "test_json", "regrtest"), False),
+    "startup": ("startup.py", "start-up: an empty script", ("empty",), True),
+}
+TOOLS = ["floor", "strata", "cProfile", "yappi"]
+COMPARED = ["floor", "cProfile", "yappi"]  # strata's added time is divided by theirs
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_capture(cmd, env=None, timeout=600, cwd=None):
+    """Runs a setup command; returns (returncode, combined output)."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=env, timeout=timeout, cwd=cwd)
+        return p.returncode, p.stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return -1, str(exc)
+
+
+def last_line(text):
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else "no output"
+
+
+# --------------------------------------------------------------------------- setup
+
+class Tool:
+    def __init__(self, name):
+        self.name = name
+        self.available = True
+        self.reason = ""
+        self.env = {}
+        self.version = ""
+
+    def disable(self, reason):
+        self.available = False
+        self.reason = reason
+
+
+def clean_env():
+    """The environment every run starts from: the caller's, without settings that would
+    change what is measured (STRATA_*, PYTHON* paths and flags), with a fixed hash seed."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("STRATA_") and not k.startswith("PYTHON")}
+    env["PYTHONHASHSEED"] = "0"
+    return env
+
+
+def interpreter_info(python):
+    code = ("import sys, sysconfig, json; print(json.dumps({'version': sys.version, "
+            "'base': getattr(sys, '_base_executable', sys.executable), 'prefix': sys.prefix, "
+            "'base_prefix': sys.base_prefix, "
+            "'include': sysconfig.get_paths()['include'], "
+            "'platinclude': sysconfig.get_paths()['platinclude'], "
+            "'ext_suffix': sysconfig.get_config_var('EXT_SUFFIX'), "
+            "'soabi': sysconfig.get_config_var('SOABI') or 'abi'}))")
+    rc, out = run_capture([python, "-c", code], env=clean_env())
+    if rc != 0:
+        raise SystemExit(f"bench: cannot run {python}: {last_line(out)}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def build_floor(tool, info):
+    """Compiles bench/floor/benchfloor.c for the interpreter into bench/build/<soabi>/."""
+    src = os.path.join(BENCH, "floor", "benchfloor.c")
+    out_dir = os.path.join(BUILD_DIR, info["soabi"])
+    target = os.path.join(out_dir, "benchfloor" + info["ext_suffix"])
+    tool.ext_dir = out_dir
+    if os.path.exists(target) and os.path.getmtime(target) >= os.path.getmtime(src):
+        return
+    os.makedirs(out_dir, exist_ok=True)
+    cc = os.environ.get("CC", "gcc")
+    cmd = [cc, "-O2", "-fPIC", "-shared", "-Wall", "-I" + info["include"]]
+    if info["platinclude"] != info["include"]:
+        cmd.append("-I" + info["platinclude"])
+    cmd += [src, "-o", target]
+    log("bench: building the floor hook: " + " ".join(shlex.quote(c) for c in cmd))
+    rc, out = run_capture(cmd)
+    if rc != 0:
+        tool.disable(f"building bench/floor/benchfloor.c failed: {last_line(out)}")
+
+
+def venv_python(venv):
+    return os.path.join(venv, "bin", "python")
+
+
+def setup_bench_venv(tool, info):
+    """Makes .venv-bench from the interpreter's base python and installs yappi into it;
+    yappi runs use the measured interpreter with .venv-bench's site-packages on
+    PYTHONPATH, so every configuration runs the very same executable and site setup."""
+    py = venv_python(BENCH_VENV)
+    if os.path.exists(py):
+        rc, out = run_capture([py, "-c", "import sys; print(sys.version)"], env=clean_env())
+        if rc != 0 or out.strip() != info["version"].strip():
+            log(f"bench: {BENCH_VENV} was made from another python; recreating it")
+            shutil.rmtree(BENCH_VENV, ignore_errors=True)
+    if not os.path.exists(py):
+        log(f"bench: creating {BENCH_VENV} from {info['base']}")
+        rc, out = run_capture([info["base"], "-m", "venv", BENCH_VENV])
+        if rc != 0:
+            return tool.disable(f"cannot create {BENCH_VENV}: {last_line(out)}")
+    check = "import yappi, sysconfig; print(sysconfig.get_paths()['purelib'])"
+    rc, out = run_capture([py, "-c", check], env=clean_env())
+    if rc != 0:
+        log(f"bench: installing {YAPPI_REQUIREMENT} into {BENCH_VENV}")
+        rc, out = run_capture([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                               YAPPI_REQUIREMENT], env=clean_env())
+        if rc != 0:
+            return tool.disable(f"pip install {YAPPI_REQUIREMENT} failed: {last_line(out)}")
+        rc, out = run_capture([py, "-c", check], env=clean_env())
+        if rc != 0:
+            return tool.disable(f"yappi does not import after installing: {last_line(out)}")
+    tool.env["PYTHONPATH"] = out.strip().splitlines()[-1]
+
+
+def setup_strata(tool, strata, python):
+    if not strata or not os.path.exists(strata):
+        return tool.disable(f"{strata or '.venv/bin/strata'} not found (build it: make build)")
+    tool.strata = strata
+    tool.env["STRATA_PRINT_TABLES"] = "OFF"
+    tool.env["PYTHON_EXECUTABLE"] = python
+    rc, out = run_capture([strata, "--version"], env=clean_env(), timeout=60)
+    version = last_line(out) if rc == 0 else ""
+    tool.version = version[len("strata "):] if version.startswith("strata ") else version
+    rc, out = run_capture([python, "-c", "import os, strata; print(os.path.dirname(strata.__file__))"],
+                          env=clean_env(), timeout=60)
+    tool.package_dir = out.strip().splitlines()[-1] if rc == 0 and out.strip() else None
+    tool.fingerprint = strata_fingerprint(tool)
+    cfg = os.path.expanduser("~/.strata.cfg")
+    if os.path.exists(cfg):
+        log(f"bench: warning: {cfg} exists and strata will read it")
+
+
+def strata_fingerprint(tool):
+    """Content hashes of the strata command and its installed package: a rebuild during a
+    run would mix two builds in one table (a reinstall of the same build does not)."""
+    paths = [tool.strata]
+    if tool.package_dir and os.path.isdir(tool.package_dir):
+        paths += [os.path.join(tool.package_dir, f) for f in sorted(os.listdir(tool.package_dir))
+                  if f != "__pycache__"]
+    stamps = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                stamps.append((path, hashlib.sha256(f.read()).hexdigest()))
+        except OSError:
+            stamps.append((path, None))
+    return stamps
+
+
+def command(tool, python, script, outdir):
+    """The command line that runs `script` under `tool` (a Tool or 'plain')."""
+    name = tool if isinstance(tool, str) else tool.name
+    if name == "plain":
+        return [python, script]
+    if name == "floor":
+        return [python, os.path.join(RUNNERS, "floor.py"), tool.ext_dir, script]
+    if name == "strata":
+        return [tool.strata, "python", "-o", outdir, "--", script]
+    if name == "cProfile":
+        return [python, "-m", "cProfile", "-o", os.devnull, script]
+    if name == "yappi":
+        return [python, "-m", "yappi", "-c", "wall", "-o", os.devnull, script]
+    raise ValueError(name)
+
+
+# --------------------------------------------------------------------------- running
+
+class Run:
+    __slots__ = ("cpu", "wall", "rc", "stdout", "stderr", "timed_out")
+
+
+def timed_run(cmd, env, cwd, timeout):
+    """Runs one configuration; CPU time from getrusage(RUSAGE_CHILDREN) deltas."""
+    r = Run()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                             cwd=cwd, start_new_session=True)
+        killed = []
+
+        def kill():  # a timer, not wait(timeout): that polls, in steps of up to 50 ms
+            killed.append(True)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        p.wait()
+        t1 = time.perf_counter()
+        timer.cancel()
+        r.timed_out = bool(killed)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r.wall = t1 - t0
+        r.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        r.rc = p.returncode
+        out.seek(0)
+        err.seek(0)
+        r.stdout = out.read().decode(errors="replace")
+        r.stderr = err.read().decode(errors="replace")
+    return r
+
+
+def run_workload(name, tools, python, repeats, timeout, tmp_root, results, reproductions):
+    script = os.path.join(WORKLOAD_DIR, WORKLOADS[name][0])
+    check_stdout = WORKLOADS[name][3]
+    configs = ["plain"] + [t.name for t in tools if t.available]
+    by_name = {t.name: t for t in tools}
+    samples = {c: {"cpu": [], "wall": []} for c in configs}
+    failed = {}
+    notes = {}
+    reference = None
+    rng = random.Random(sum(map(ord, name)))  # the same shuffles every time
+    base_env = clean_env()
+    total_rounds = repeats + 1
+    for rnd in range(total_rounds):
+        order = [c for c in configs if c not in failed]
+        rng.shuffle(order)
+        if rnd == 0 and "plain" in order:  # the reference output comes from plain
+            order.remove("plain")
+            order.insert(0, "plain")
+        for cfg in order:
+            if cfg in failed:
+                continue
+            tool = by_name.get(cfg, cfg)
+            outdir = tempfile.mkdtemp(prefix=f"{cfg}-", dir=tmp_root)
+            strata_out = os.path.join(outdir, "profile")
+            cmd = command(tool, python, script, strata_out)
+            env = dict(base_env)
+            if not isinstance(tool, str):
+                env.update(tool.env)
+            r = timed_run(cmd, env, outdir, timeout)
+            label = "warm-up" if rnd == 0 else f"round {rnd}/{repeats}"
+            log(f"  {name:13s} {label:12s} {cfg:9s} cpu {r.cpu:7.3f}s  wall {r.wall:7.3f}s"
+                + ("" if r.rc == 0 else f"  rc={r.rc}"))
+            repro = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(
+                (k, v) for k, v in env.items() if k.startswith(("STRATA_", "PYTHON"))))
+            shown = [os.path.join(tempfile.gettempdir(), "strata-bench-repro") if c == strata_out
+                     else c for c in cmd]
+            repro = (repro + " " if repro else "") + " ".join(shlex.quote(c) for c in shown)
+            if r.timed_out or r.rc != 0:
+                why = "timed out after %gs" % timeout if r.timed_out else f"exit status {r.rc}"
+                failed[cfg] = f"{why}: {last_line(r.stderr)}"
+                reproductions.append({"workload": name, "tool": cfg, "why": why,
+                                      "command": repro, "stderr_tail": r.stderr[-3000:]})
+                shutil.rmtree(outdir, ignore_errors=True)
+                continue
+            if cfg == "plain" and reference is None:
+                reference = r.stdout
+            elif (check_stdout and reference is not None and r.stdout != reference
+                  and cfg not in notes):
+                notes[cfg] = "its standard output differs from plain python's"
+                reproductions.append({"workload": name, "tool": cfg, "why": "stdout differs",
+                                      "command": repro, "stdout": r.stdout[-1000:],
+                                      "expected": reference[-1000:]})
+            if cfg == "strata" and not os.path.isdir(strata_out) and cfg not in notes:
+                notes[cfg] = "it wrote no output folder"
+                reproductions.append({"workload": name, "tool": cfg, "why": notes[cfg],
+                                      "command": repro})
+            shutil.rmtree(outdir, ignore_errors=True)
+            if rnd > 0:
+                samples[cfg]["cpu"].append(r.cpu)
+                samples[cfg]["wall"].append(r.wall)
+    results[name] = {"samples": samples, "failed": failed, "notes": notes}
+
+
+# --------------------------------------------------------------------------- reporting
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def noise_floor(plain):
+    """Added times below this are not distinguishable from run-to-run noise."""
+    return max(0.010, 0.02 * plain)
+
+
+def fmt_s(x):
+    return "n/a" if x is None else (f"{x:.3f} s" if abs(x) < 10 else f"{x:.2f} s")
+
+
+def fmt_added(x):
+    text = f"{x:+.3f}" if abs(x) < 10 else f"{x:+.2f}"
+    return ("+" + text[1:] if text.startswith("-") and float(text) == 0 else text) + " s"
+
+
+def summarize(results, tools, metric):
+    """Per workload: plain median, and per tool its added time and x-factor."""
+    summary = {}
+    for name, res in results.items():
+        plain = median(res["samples"]["plain"][metric])
+        row = {"plain": plain, "tools": {}, "ratios": {}}
+        for t in tools:
+            s = res["samples"].get(t.name)
+            if not t.available:
+                row["tools"][t.name] = {"na": t.reason}
+            elif t.name in res["failed"]:
+                row["tools"][t.name] = {"na": "failed: " + res["failed"][t.name]}
+            elif not s or not s[metric] or plain is None:
+                row["tools"][t.name] = {"na": "not run"}
+            else:
+                m = median(s[metric])
+                row["tools"][t.name] = {"median": m, "added": m - plain, "factor": m / plain,
+                                        "min": min(s[metric]), "max": max(s[metric])}
+                if t.name in res["notes"]:
+                    row["tools"][t.name]["note"] = res["notes"][t.name]
+        st = row["tools"].get("strata", {})
+        for other in COMPARED:
+            ot = row["tools"].get(other, {})
+            if "added" not in st or "added" not in ot:
+                row["ratios"][other] = {"na": "n/a"}
+            elif ot["added"] < noise_floor(plain):
+                row["ratios"][other] = {"na": "noise", "value": None}
+            else:
+                row["ratios"][other] = {"value": st["added"] / ot["added"]}
+        summary[name] = row
+    return summary
+
+
+def table(summary, tools, metric_title):
+    names = [t.name for t in tools]
+    head = ["workload", "plain"] + [f"{n} added (x)" for n in names] + \
+           [f"strata/{o} added" for o in COMPARED if o in names and "strata" in names]
+    lines = [f"**{metric_title}**", "", "| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    footnotes = {}
+
+    def note(text):
+        key = footnotes.setdefault(text, len(footnotes) + 1)
+        return f"[{key}]"
+
+    for name, row in summary.items():
+        cells = [WORKLOADS[name][1], fmt_s(row["plain"])]
+        for n in names:
+            c = row["tools"][n]
+            if "na" in c:
+                cells.append("n/a " + note(f"{n}: {c['na']}"))
+            else:
+                cells.append(f"{fmt_added(c['added'])} ({c['factor']:.2f}x)"
+                             + (" " + note(f"{n}: {c['note']}") if "note" in c else ""))
+        if "strata" in names:
+            for o in COMPARED:
+                if o not in names:
+                    continue
+                r = row["ratios"][o]
+                if r.get("value") is not None:
+                    cells.append(f"**{r['value']:.2f}**")
+                elif r["na"] == "noise":
+                    cells.append("— " + note(f"{o}'s added time is within noise "
+                                             "(under max(10 ms, 2% of plain)): no ratio"))
+                else:
+                    cells.append("n/a")
+        lines.append("| " + " | ".join(cells) + " |")
+    if footnotes:
+        lines.append("")
+        for text, key in footnotes.items():
+            lines.append(f"[{key}] {text}  ")
+    return "\n".join(lines)
+
+
+def targets_text(summary):
+    row = summary.get(TARGET_WORKLOAD)
+    if not row:
+        return ""
+    out = [f"Targets on the call-heavy workload ({WORKLOADS[TARGET_WORKLOAD][1]}, CPU time):", ""]
+    for other, limit in TARGETS.items():
+        r = row["ratios"].get(other, {})
+        if r.get("value") is None:
+            out.append(f"- strata added / {other} added ≤ {limit}: not measured")
+        else:
+            ok = "met" if r["value"] <= limit else "NOT met"
+            out.append(f"- strata added / {other} added ≤ {limit}: **{r['value']:.2f}** ({ok})")
+    return "\n".join(out)
+
+
+def absolute_table(results, tools):
+    lines = ["| workload | config | CPU median (min–max) | wall median (min–max) | runs |",
+             "|---|---|---:|---:|---:|"]
+    for name, res in results.items():
+        for cfg, s in res["samples"].items():
+            if not s["cpu"]:
+                continue
+            lines.append(
+                f"| {name} | {cfg} | {median(s['cpu']):.3f} ({min(s['cpu']):.3f}–{max(s['cpu']):.3f})"
+                f" | {median(s['wall']):.3f} ({min(s['wall']):.3f}–{max(s['wall']):.3f})"
+                f" | {len(s['cpu'])} |")
+    return "\n".join(lines)
+
+
+def machine_info(interp, tools):
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    info = {"nproc": usable, "cpu_count": os.cpu_count(), "cpu_model": model,
+            "kernel": platform.release(), "python": interp["version"].split()[0],
+            "python_full": " ".join(interp["version"].split()),
+            "python_executable": interp.get("executable", ""),
+            "tool_versions": {t.name: t.version for t in tools if t.version}}
+    return info
+
+
+def report(results, tools, machine, repeats, when, probes, reproductions, cmdline, skipped):
+    cpu = summarize(results, tools, "cpu")
+    wall = summarize(results, tools, "wall")
+    versions = ", ".join(f"{k} {v}" for k, v in machine["tool_versions"].items())
+    interp_path = os.path.relpath(machine["python_executable"], ROOT)
+    if not interp_path.startswith(".."):
+        machine = dict(machine, python_executable=interp_path)
+    parts = [
+        f"- Date: {when}",
+        f"- Machine: {machine['cpu_model']}, {machine['nproc']} CPUs (nproc), "
+        f"Linux {machine['kernel']}; 1-minute load average {machine['load_before']:.2f} at "
+        f"the start, {machine['load_after']:.2f} at the end (the benchmark itself counts "
+        "for about 1; more means other work shared the machine)",
+        f"- Python: CPython {machine['python_full']} (`{machine['python_executable']}`)",
+        f"- Tools: {versions or 'none'}",
+        f"- Runs: median of {repeats} timed runs per configuration after one warm-up round, "
+        f"round-robin in a shuffled order; command `{cmdline}`",
+        "",
+        "Each cell: the time the tool adds to plain python (tool − plain) and, in parentheses, "
+        "the overhead factor tool / plain. The last columns divide strata's added time by "
+        "another tool's added time from the same run (below 1: strata adds less).",
+        "",
+        table(cpu, tools, "CPU time of the process (user + sys)"),
+        "",
+        table(wall, tools, "Wall time"),
+        "",
+        targets_text(cpu),
+    ]
+    for t in tools:
+        if t.name == "strata" and t.available and strata_fingerprint(t) != t.fingerprint:
+            parts += ["", "**Warning: strata was rebuilt or reinstalled during this run; "
+                      "the table mixes two builds. Run the benchmark again.**"]
+            log("bench: warning: strata changed during the run")
+    if skipped:
+        parts += ["", "Skipped: " + "; ".join(skipped) + "."]
+    interps = sorted({p["version"] for p in probes.values()})
+    if len(interps) > 1:
+        parts += ["", "**Warning: the configurations did not all run the same interpreter:** "
+                  + "; ".join(f"{k}: {v['version']}" for k, v in probes.items())]
+    if reproductions:
+        parts += ["", "Problems seen (reproduce from the repository root):", ""]
+        for r in reproductions:
+            parts.append(f"- {r['workload']} under {r['tool']}: {r['why']}: `{r['command']}`")
+    return "\n".join(parts), cpu, wall
+
+
+def update_doc(section):
+    if not os.path.exists(DOC):
+        raise SystemExit(f"bench: {DOC} does not exist")
+    with open(DOC) as f:
+        text = f.read()
+    if DOC_BEGIN not in text or DOC_END not in text:
+        text = text.rstrip("\n") + "\n\n" + DOC_BEGIN + "\n" + DOC_END + "\n"
+    head, rest = text.split(DOC_BEGIN, 1)
+    _, tail = rest.split(DOC_END, 1)
+    with open(DOC, "w") as f:
+        f.write(head + DOC_BEGIN + "\n" + section.strip("\n") + "\n" + DOC_END + tail)
+    log(f"bench: updated {os.path.relpath(DOC, ROOT)}")
+
+
+# --------------------------------------------------------------------------- main
+
+def split_list(values):
+    out = []
+    for v in values or []:
+        out += [x for x in v.replace(",", " ").split() if x]
+    return out
+
+
+def resolve_workloads(names):
+    if not names:
+        return list(WORKLOADS)
+    chosen = []
+    for n in names:
+        key = n[:-3] if n.endswith(".py") else n
+        match = [w for w, spec in WORKLOADS.items() if key == w or key in spec[2]]
+        if not match:
+            raise SystemExit(f"bench: unknown workload {n!r}; choose from "
+                             + ", ".join(WORKLOADS))
+        chosen += [m for m in match if m not in chosen]
+    return chosen
+
+
+def resolve_tools(names):
+    if not names:
+        return list(TOOLS)
+    lower = {t.lower(): t for t in TOOLS}
+    chosen = []
+    for n in names:
+        if n.lower() == "plain":
+            continue
+        if n.lower() not in lower:
+            raise SystemExit(f"bench: unknown tool {n!r}; choose from " + ", ".join(TOOLS))
+        chosen.append(lower[n.lower()])
+    return [t for t in TOOLS if t in chosen]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", "--repeats", type=int, default=None,
+                    help="timed runs per configuration (default 5; 3 with --quick)")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (3)")
+    ap.add_argument("--only", action="append", metavar="WORKLOAD",
+                    help="run only these workloads (repeatable or comma-separated): "
+                         + ", ".join(WORKLOADS))
+    ap.add_argument("--tools", action="append", metavar="TOOL",
+                    help="tools to compare with plain python (comma-separated; default all): "
+                         + ", ".join(TOOLS))
+    ap.add_argument("--python", help="interpreter to measure (default: .venv/bin/python, "
+                                     "the one strata was built for)")
+    ap.add_argument("--strata", help="strata command (default: .venv/bin/strata)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds allowed per run")
+    ap.add_argument("--update-docs", action="store_true",
+                    help="rewrite the results section of docs/performance.md")
+    args = ap.parse_args(argv)
+    repeats = args.repeats or (3 if args.quick else 5)
+    if repeats < 1:
+        ap.error("--repeats must be at least 1")
+
+    python = venv_python(os.path.join(ROOT, ".venv"))
+    if args.python:  # runs happen in temporary folders: make the path absolute
+        python = os.path.abspath(shutil.which(args.python) or args.python)
+    if not os.path.exists(python):
+        log(f"bench: {python} not found; measuring {sys.executable} instead")
+        python = sys.executable
+    strata = os.path.join(ROOT, ".venv", "bin", "strata")
+    if args.strata:
+        strata = os.path.abspath(shutil.which(args.strata) or args.strata)
+    interp = interpreter_info(python)
+    interp["executable"] = python
+    log(f"bench: interpreter {python}: {' '.join(interp['version'].split())}")
+
+    workloads = resolve_workloads(split_list(args.only))
+    tools = [Tool(n) for n in resolve_tools(split_list(args.tools))]
+    for t in tools:
+        if t.name == "floor":
+            build_floor(t, interp)
+        elif t.name == "strata":
+            setup_strata(t, strata, python)
+        elif t.name == "yappi":
+            setup_bench_venv(t, interp)
+        elif t.name == "cProfile":
+            t.version = "stdlib"
+
+    tmp_root = tempfile.mkdtemp(prefix="strata-bench-")
+    results, reproductions, probes, skipped = {}, [], {}, []
+    try:
+        # Which interpreter each configuration really runs (and whether it runs at all).
+        probe = os.path.join(RUNNERS, "probe.py")
+        for cfg in ["plain"] + [t for t in tools if t.available]:
+            name = cfg if isinstance(cfg, str) else cfg.name
+            outdir = tempfile.mkdtemp(dir=tmp_root)
+            env = clean_env()
+            if not isinstance(cfg, str):
+                env.update(cfg.env)
+            r = timed_run(command(cfg, python, probe, os.path.join(outdir, "profile")),
+                          env, outdir, 120)
+            found = [ln for ln in r.stdout.splitlines() if ln.startswith("PROBE ")]
+            if r.rc != 0 or not found:
+                msg = f"does not run (exit status {r.rc}): {last_line(r.stderr)}"
+                if name == "plain":
+                    raise SystemExit(f"bench: plain python {msg}")
+                cfg.disable(msg)
+                continue
+            probes[name] = json.loads(found[0][6:])
+            if name == "yappi":
+                cfg.version = probes[name].get("yappi", "")
+            log(f"bench: {name:9s} runs {probes[name]['executable']}: "
+                f"{' '.join(probes[name]['version'].split())}")
+        if "stdlib_tests" in workloads:
+            rc, out = run_capture([python, "-c", "import test.libregrtest"], env=clean_env())
+            if rc != 0:
+                skipped.append("stdlib_tests: this interpreter has no `test` package "
+                               "(python -m test does not run)")
+                log("bench: skipping " + skipped[-1])
+                workloads.remove("stdlib_tests")
+        for t in tools:
+            if not t.available:
+                log(f"bench: {t.name}: n/a: {t.reason}")
+
+        load_before = os.getloadavg()[0]
+        start = time.perf_counter()
+        for name in workloads:
+            log(f"bench: workload {name} ({WORKLOADS[name][1]})")
+            run_workload(name, tools, python, repeats, args.timeout, tmp_root, results,
+                         reproductions)
+        elapsed = time.perf_counter() - start
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+
+    when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    machine = machine_info(interp, tools)
+    machine.update(load_before=load_before, load_after=os.getloadavg()[0])
+    exe = os.path.relpath(sys.executable, ROOT)
+    cmdline = ("python" if exe.startswith("..") else exe) + " bench/run.py" + "".join(" " + shlex.quote(a) for a in (
+        argv if argv is not None else sys.argv[1:]) if a != "--update-docs")
+    text, cpu, wall = report(results, tools, machine, repeats, when, probes, reproductions,
+                             cmdline, skipped)
+    print(text)
+    log(f"bench: measured in {elapsed:.0f} s")
+
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    with open(os.path.join(RESULTS_DIR, "latest.md"), "w") as f:
+        f.write(f"# strata overhead benchmark, {when}\n\n{text}\n\n"
+                f"## Absolute medians (seconds; context only)\n\n"
+                f"{absolute_table(results, tools)}\n")
+    with open(os.path.join(RESULTS_DIR, "latest.json"), "w") as f:
+        json.dump({"when": when, "machine": machine, "repeats": repeats, "command": cmdline,
+                   "probes": probes, "elapsed_s": elapsed,
+                   "tools": {t.name: {"available": t.available, "reason": t.reason,
+                                      "version": t.version} for t in tools},
+                   "results": results, "summary": {"cpu": cpu, "wall": wall},
+                   "problems": reproductions}, f, indent=1)
+    log(f"bench: wrote {os.path.relpath(RESULTS_DIR, ROOT)}/latest.md and latest.json")
+    if args.update_docs:
+        update_doc(f"### Latest results\n\n{text}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
