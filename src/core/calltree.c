@@ -20,11 +20,11 @@ int st_calltree_init(st_calltree_t *t, uint32_t max_nodes)
 {
     memset(t, 0, sizeof *t);
     t->max_nodes = max_nodes ? max_nodes : UINT32_MAX - 1;
-    t->capnodes = 256;
+    t->capnodes = 32;
     t->nodes = malloc(t->capnodes * sizeof *t->nodes);
-    t->capstack = 128;
+    t->capstack = 32;
     t->stack = malloc(t->capstack * sizeof *t->stack);
-    t->map_slots = 512;
+    t->map_slots = 64;
     t->map_keys = calloc(t->map_slots, sizeof *t->map_keys);
     t->map_vals = malloc(t->map_slots * sizeof *t->map_vals);
     if (!t->nodes || !t->stack || !t->map_keys || !t->map_vals) {

@@ -70,8 +70,8 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                               "", "filters", "Record only code from files matching these regexes",
                               NULL, "-MR, --module-restrict", 0, 0},
     [ST_S_MAX_NODES] = {"max_nodes", "STRATA_MAX_NODES", ST_TYPE_INT, "1000000", "general",
-                        "Most call-tree nodes per thread (about 140 bytes each); calls on "
-                        "new paths beyond it are counted as dropped",
+                        "Most call-tree nodes per thread (about 250 bytes each, index "
+                        "included); calls on new paths beyond it are counted as dropped",
                         NULL, NULL, 1, 100000000},
     [ST_S_CLOCK] = {"clock", "STRATA_CLOCK", ST_TYPE_CHOICE, "auto", "general",
                     "Time source: the TSC where it is invariant, else CLOCK_MONOTONIC",

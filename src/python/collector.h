@@ -221,7 +221,11 @@ static inline void on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
     st_thread_t *th = ts->th ? ts->th : st_pythread_tree(ts);
     if (!th)
         return;
-    uint32_t label = ci->dynamic ? st_pylabel_args(frame, co, ci->label) : ci->label;
+    /* Labels with arguments are made only while the tree can still grow, so that
+     * the label table stays bounded by the node limit too. */
+    uint32_t label = ci->dynamic && th->tree.nnodes < th->tree.max_nodes
+                         ? st_pylabel_args(frame, co, ci->label)
+                         : ci->label;
     st_frame_t *f = st_calltree_push(&th->tree, label, key);
     if (f)
         stamp(f);
