@@ -57,7 +57,7 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build/asan/test_core
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  SANITIZED_BUILD=1 $(ASANVENV)/bin/python -m pytest -q -x tests
+	  STRATA_TEST_SANITIZED=1 $(ASANVENV)/bin/python -m pytest -q -x tests
 
 test: test-c test-py test-asan
 

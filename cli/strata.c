@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "session/args.h"
+#include "session/avail.h"
 
 extern char **environ;
 
@@ -32,6 +33,9 @@ static int usage(FILE *out)
           "commands:\n"
           "  python [options] [--] script.py [args]   profile a Python script\n"
           "  python [options] [--] -m module [args]   profile a Python module\n"
+          "  avail [--all] [-c CATEGORY] [--json]     list settings and their values\n"
+          "  avail --components                       list the profile components\n"
+          "  avail -G FILE [--all]                    write a configuration file\n"
           "\n"
           "  strata python --help    options of the python command\n"
           "  strata --version        print the version\n",
@@ -110,6 +114,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(verb, "python") == 0)
         return run_python(argc - 2, argv + 2);
+    if (strcmp(verb, "avail") == 0)
+        return st_avail_main(argc - 2, argv + 2, environ, stdout);
     fprintf(stderr, "strata: error: unknown command '%s' (see 'strata --help')\n", verb);
     return 2;
 }

@@ -30,12 +30,17 @@ static int tsc_is_invariant(void)
 #endif
 }
 
-void st_clock_init(void)
+void st_clock_init(const char *want)
 {
-    const char *want = getenv("STRATA_CLOCK");
     st_clock_kind_ = ST_CLOCK_MONOTONIC;
-    if (!(want && strcmp(want, "monotonic") == 0) && tsc_is_invariant())
+#if defined(__x86_64__)
+    if (want && strcmp(want, "tsc") == 0)
         st_clock_kind_ = ST_CLOCK_TSC;
+    else if (!(want && strcmp(want, "monotonic") == 0) && tsc_is_invariant())
+        st_clock_kind_ = ST_CLOCK_TSC;
+#else
+    (void)want;
+#endif
     calib_ns0 = st_clock_monotonic_ns();
     calib_ticks0 = st_clock_ticks();
 }

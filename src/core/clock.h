@@ -6,8 +6,8 @@
  * cost as much as the interpreter's hook itself. Ticks become nanoseconds only when
  * results are written, with a ratio calibrated against CLOCK_MONOTONIC over the
  * whole run (st_clock_ns_per_tick takes a fresh pair of readings each time it is
- * asked, so a long run calibrates better). Without an invariant TSC, or with
- * STRATA_CLOCK=monotonic in the environment, ticks are CLOCK_MONOTONIC nanoseconds.
+ * asked, so a long run calibrates better). Without an invariant TSC, or when the
+ * clock setting says "monotonic", ticks are CLOCK_MONOTONIC nanoseconds.
  *
  * Thread CPU time (the cpu_clock component) is CLOCK_THREAD_CPUTIME_ID in
  * nanoseconds: a system call, documented as the costly component.
@@ -22,9 +22,11 @@
 
 typedef enum { ST_CLOCK_MONOTONIC = 0, ST_CLOCK_TSC = 1 } st_clock_kind_t;
 
-/* Chooses the tick source and takes the first calibration reading. Call once,
- * before any st_clock_ticks(); not thread-safe. */
-void st_clock_init(void);
+/* Chooses the tick source and takes the first calibration reading: `want` is the
+ * clock setting, "auto" (the TSC where it is invariant), "tsc" (the TSC on x86-64
+ * even if the CPU does not say it is invariant) or "monotonic". Call once, before
+ * any st_clock_ticks(); not thread-safe. */
+void st_clock_init(const char *want);
 
 /* Which source st_clock_ticks() reads. */
 st_clock_kind_t st_clock_kind(void);

@@ -2,10 +2,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "core/components.h"
 #include "core/filter.h"
@@ -74,7 +76,8 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                         "included); calls on new paths beyond it are counted as dropped",
                         NULL, NULL, 1, 100000000},
     [ST_S_CLOCK] = {"clock", "STRATA_CLOCK", ST_TYPE_CHOICE, "auto", "general",
-                    "Time source: the TSC where it is invariant, else CLOCK_MONOTONIC",
+                    "Time source: auto (the TSC where the CPU says it is invariant, else "
+                    "CLOCK_MONOTONIC), tsc, or monotonic",
                     "auto,tsc,monotonic", NULL, 0, 0},
 };
 
@@ -303,8 +306,19 @@ int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_s
         char *end;
         errno = 0;
         long long n = strtoll(text, &end, 10);
+        /* A decimal multiple: 500k, 2M, 1G. */
+        long long mult = *end == 'k' || *end == 'K' ? 1000LL
+                         : *end == 'M'              ? 1000000LL
+                         : *end == 'G'              ? 1000000000LL
+                                                    : 1;
+        if (mult > 1 && end[1] == '\0' && end != text) {
+            end++;
+            n = n > LLONG_MAX / mult || n < LLONG_MIN / mult ? LLONG_MAX : n * mult;
+        }
         if (errno || end == text || *end || n < d->min || n > d->max)
-            return st_msg_set(msg, ST_EINVAL, "%s: '%s' is not a whole number from %lld to %lld",
+            return st_msg_set(msg, ST_EINVAL,
+                              "%s: '%s' is not a whole number from %lld to %lld (k, M and G "
+                              "suffixes allowed)",
                               d->env, text, (long long)d->min, (long long)d->max);
         v->i = n;
         break;
@@ -421,14 +435,11 @@ int st_settings_load_file(st_settings_t *s, const char *path, st_warn_fn warn, s
     return rc;
 }
 
-/* Variables with the STRATA_ prefix that are not settings but are still ours. */
+/* Variables with the STRATA_ prefix that are not settings but are still ours:
+ * STRATA_TEST_* belong to the test suite. */
 static int is_known_other(const char *name, size_t n)
 {
-    static const char *others[] = {"STRATA_TEST_REGEN"};
-    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
-        if (strlen(others[i]) == n && strncmp(others[i], name, n) == 0)
-            return 1;
-    return 0;
+    return n > 12 && strncmp(name, "STRATA_TEST_", 12) == 0;
 }
 
 int st_settings_load_env(st_settings_t *s, char *const *envp, st_warn_fn warn, st_msg_t *msg)
@@ -488,4 +499,32 @@ void st_settings_format(const st_settings_t *s, st_setting_id_t id, st_strbuf_t 
         }
         break;
     }
+}
+
+static const char *env_lookup(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+int st_settings_load_sources(st_settings_t *s, const char *config, char *const *envp,
+                             st_warn_fn warn, st_msg_t *msg)
+{
+    if (!config)
+        config = env_lookup(envp, "STRATA_CONFIG_FILE");
+    int rc = 0;
+    if (config && *config) {
+        rc = st_settings_load_file(s, config, warn, msg);
+    } else {
+        const char *home = env_lookup(envp, "HOME");
+        char path[4096];
+        struct stat st;
+        if (home && snprintf(path, sizeof path, "%s/.strata.cfg", home) < (int)sizeof path &&
+            stat(path, &st) == 0)
+            rc = st_settings_load_file(s, path, warn, msg);
+    }
+    return rc < 0 ? rc : st_settings_load_env(s, envp, warn, msg);
 }

@@ -125,6 +125,12 @@ int st_settings_load_file(st_settings_t *s, const char *path, st_warn_fn warn, s
 /* Applies every STRATA_<NAME> variable of envp; warns about unknown ones. */
 int st_settings_load_env(st_settings_t *s, char *const *envp, st_warn_fn warn, st_msg_t *msg);
 
+/* Loads the config file, then the environment, over what s holds: the file is
+ * `config` (from a -c flag) if given, else STRATA_CONFIG_FILE, else ~/.strata.cfg
+ * when it exists. */
+int st_settings_load_sources(st_settings_t *s, const char *config, char *const *envp,
+                             st_warn_fn warn, st_msg_t *msg);
+
 /* Getters. */
 static inline int st_settings_bool(const st_settings_t *s, st_setting_id_t id)
 {

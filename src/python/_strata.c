@@ -167,7 +167,7 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     st_py.ntimers = st_py.session.ntimers;
     st_py.want_wall = (st_py.session.components & (1u << ST_COMP_WALL_CLOCK)) != 0;
     st_py.want_cpu = (st_py.session.components & (1u << ST_COMP_CPU_CLOCK)) != 0;
-    st_clock_init();
+    st_clock_init(st_settings_str(&st_py.settings, ST_S_CLOCK));
     st_py.live = 1;
     if (st_py.verbose >= 1)
         fprintf(stderr, "[strata] profiling into %s (clock: %s)\n", st_py.session.outdir,

@@ -121,15 +121,6 @@ static int push_action(action_t **acts, size_t *n, st_setting_id_t id, int op, c
     return 0;
 }
 
-static const char *env_lookup(char *const *envp, const char *name)
-{
-    size_t n = strlen(name);
-    for (char *const *e = envp; e && *e; e++)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-            return *e + n + 1;
-    return NULL;
-}
-
 /* Splits argv into actions and the target. */
 static int scan(st_args_t *args, int argc, char **argv, action_t **acts, size_t *nacts,
                 const char **config, FILE *out, st_msg_t *msg)
@@ -255,25 +246,7 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
     if (rc < 0)
         goto fail;
 
-    /* The config file: -c, else STRATA_CONFIG_FILE, else ~/.strata.cfg if present. */
-    if (!config)
-        config = env_lookup(envp, "STRATA_CONFIG_FILE");
-    if (config && *config) {
-        rc = st_settings_load_file(&args->settings, config, warn, msg);
-        if (rc < 0)
-            goto fail;
-    } else {
-        const char *home = env_lookup(envp, "HOME");
-        char path[4096];
-        struct stat st;
-        if (home && snprintf(path, sizeof path, "%s/.strata.cfg", home) < (int)sizeof path &&
-            stat(path, &st) == 0) {
-            rc = st_settings_load_file(&args->settings, path, warn, msg);
-            if (rc < 0)
-                goto fail;
-        }
-    }
-    rc = st_settings_load_env(&args->settings, envp, warn, msg);
+    rc = st_settings_load_sources(&args->settings, config, envp, warn, msg);
     if (rc < 0)
         goto fail;
     for (size_t i = 0; i < nacts; i++) {

@@ -183,6 +183,13 @@ static void test_settings(void)
     CHECK(st_settings_has(&s, ST_S_COMPONENTS, "cpu_clock")); /* unchanged */
     CHECK(st_settings_set(&s, ST_S_PRECISION, "13", ST_SRC_ENV, &msg) == ST_EINVAL);
     CHECK(st_settings_set(&s, ST_S_PRECISION, "3x", ST_SRC_ENV, &msg) == ST_EINVAL);
+    CHECK(st_settings_set(&s, ST_S_MAX_NODES, "2M", ST_SRC_ENV, &msg) == 0 &&
+          st_settings_int(&s, ST_S_MAX_NODES) == 2000000);
+    CHECK(st_settings_set(&s, ST_S_MAX_NODES, "500k", ST_SRC_ENV, &msg) == 0 &&
+          st_settings_int(&s, ST_S_MAX_NODES) == 500000);
+    CHECK(st_settings_set(&s, ST_S_MAX_NODES, "k", ST_SRC_ENV, &msg) == ST_EINVAL);
+    CHECK(st_settings_set(&s, ST_S_MAX_NODES, "9999999999G", ST_SRC_ENV, &msg) == ST_EINVAL);
+    CHECK(st_settings_set(&s, ST_S_MAX_NODES, "2MB", ST_SRC_ENV, &msg) == ST_EINVAL);
     CHECK(st_settings_set(&s, ST_S_FUNCTION_EXCLUDE, "^a{1,2}$ (", ST_SRC_ENV, &msg) == ST_EINVAL);
     CHECK(strstr(msg.text, "bad regex '('") != NULL);
     CHECK(st_setting_find("strata_trace_c") == ST_S_TRACE_C);

@@ -1,0 +1,148 @@
+#include "output/grid.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MINWIDTH 8
+
+void st_grid_init(st_grid_t *g) { memset(g, 0, sizeof *g); }
+
+void st_grid_column(st_grid_t *g, const char *header, int right)
+{
+    if (g->ncols == ST_GRID_MAXCOLS || g->nrows) {
+        g->failed = 1;
+        return;
+    }
+    st_grid_col_t *c = &g->cols[g->ncols++];
+    c->header = header;
+    c->right = right;
+    c->width = strlen(header) + 2 > MINWIDTH ? strlen(header) + 2 : MINWIDTH;
+}
+
+void st_grid_row(st_grid_t *g)
+{
+    if (g->failed)
+        return;
+    if (g->nrows == g->caprows) {
+        size_t cap = g->caprows ? g->caprows * 2 : 64;
+        char **cells = realloc(g->cells, cap * (size_t)g->ncols * sizeof *cells);
+        if (!cells) {
+            g->failed = 1;
+            return;
+        }
+        g->cells = cells;
+        g->caprows = cap;
+    }
+    memset(g->cells + g->nrows * (size_t)g->ncols, 0, (size_t)g->ncols * sizeof *g->cells);
+    g->nrows++;
+}
+
+void st_grid_cell_str(st_grid_t *g, int col, const char *text)
+{
+    if (g->failed || g->nrows == 0 || col < 0 || col >= g->ncols)
+        return;
+    char *s = strdup(text);
+    if (!s) {
+        g->failed = 1;
+        return;
+    }
+    char **cell = &g->cells[(g->nrows - 1) * (size_t)g->ncols + (size_t)col];
+    free(*cell);
+    *cell = s;
+    size_t w = strlen(s) + 2;
+    if (w > g->cols[col].width)
+        g->cols[col].width = w;
+}
+
+void st_grid_cell(st_grid_t *g, int col, st_strbuf_t *text)
+{
+    if (text->failed)
+        g->failed = 1;
+    st_grid_cell_str(g, col, st_strbuf_cstr(text));
+    st_strbuf_reset(text);
+}
+
+void st_grid_free(st_grid_t *g)
+{
+    for (size_t i = 0; i < g->nrows * (size_t)g->ncols; i++)
+        free(g->cells[i]);
+    free(g->cells);
+    memset(g, 0, sizeof *g);
+}
+
+/* timemory's centring of a header in a cell of width w (padding included). */
+static void put_header(st_strbuf_t *out, const char *text, size_t width)
+{
+    int w = (int)width, len = (int)strlen(text);
+    int rem = w / 2 - (len + 1) / 2;
+    if (rem < 0)
+        rem = 0;
+    if (len + rem > w - 3)
+        rem = w - 3 - len;
+    rem -= 1;
+    if (rem < 0)
+        rem = 0;
+    st_strbuf_putc(out, ' ');
+    st_strbuf_fill(out, ' ', (size_t)rem);
+    st_strbuf_puts(out, text);
+    int used = rem + len;
+    if (used < w - 2)
+        st_strbuf_fill(out, ' ', (size_t)(w - 2 - used));
+    st_strbuf_putc(out, ' ');
+}
+
+static void put_rule(st_strbuf_t *out, const st_grid_t *g, char between)
+{
+    st_strbuf_putc(out, '|');
+    for (int c = 0; c < g->ncols; c++) {
+        if (c)
+            st_strbuf_putc(out, between);
+        st_strbuf_fill(out, '-', g->cols[c].width);
+    }
+    st_strbuf_puts(out, "|\n");
+}
+
+void st_grid_render(st_strbuf_t *out, const st_grid_t *g, const char *title)
+{
+    if (g->failed) {
+        out->failed = 1;
+        return;
+    }
+    size_t inner = (size_t)g->ncols - 1;
+    for (int c = 0; c < g->ncols; c++)
+        inner += g->cols[c].width;
+    size_t tlen = strlen(title);
+    size_t left = inner > tlen ? (inner - tlen + 1) / 2 : 0;
+    size_t right = inner > tlen + left ? inner - tlen - left : 0;
+
+    put_rule(out, g, '-');
+    st_strbuf_putc(out, '|');
+    st_strbuf_fill(out, ' ', left);
+    st_strbuf_puts(out, title);
+    st_strbuf_fill(out, ' ', right);
+    st_strbuf_puts(out, "|\n");
+    put_rule(out, g, '-');
+    for (int c = 0; c < g->ncols; c++) {
+        st_strbuf_putc(out, '|');
+        put_header(out, g->cols[c].header, g->cols[c].width);
+    }
+    st_strbuf_puts(out, "|\n");
+    put_rule(out, g, '|');
+    for (size_t r = 0; r < g->nrows; r++) {
+        for (int c = 0; c < g->ncols; c++) {
+            const char *s = g->cells[r * (size_t)g->ncols + (size_t)c];
+            if (!s)
+                s = "";
+            size_t pad = g->cols[c].width - 2 - strlen(s);
+            st_strbuf_puts(out, "| ");
+            if (g->cols[c].right)
+                st_strbuf_fill(out, ' ', pad);
+            st_strbuf_puts(out, s);
+            if (!g->cols[c].right)
+                st_strbuf_fill(out, ' ', pad);
+            st_strbuf_putc(out, ' ');
+        }
+        st_strbuf_puts(out, "|\n");
+    }
+    put_rule(out, g, '-');
+}

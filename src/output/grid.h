@@ -1,0 +1,45 @@
+/* A text table in timemory's style: a title row, centred headers, one row per
+ * record, '|' borders. Column widths are at least 8 and grow to fit the header and
+ * every cell (plus one space of padding each side); headers are centred as
+ * timemory centres them (the seed's tables depend on it). Used by the profile
+ * tables and by `strata avail`.
+ *
+ * Building never fails loudly: an allocation failure sets `failed`, and render()
+ * then marks the output buffer failed instead of writing a partial table. */
+#ifndef STRATA_OUTPUT_GRID_H
+#define STRATA_OUTPUT_GRID_H
+
+#include <stddef.h>
+
+#include "core/strbuf.h"
+
+#define ST_GRID_MAXCOLS 16
+
+typedef struct {
+    const char *header;  /* not copied: must outlive the grid */
+    int right;           /* right-aligned (numbers) */
+    size_t width;        /* the cell's width, its two padding spaces included */
+} st_grid_col_t;
+
+typedef struct {
+    st_grid_col_t cols[ST_GRID_MAXCOLS];
+    int ncols;
+    char **cells;        /* nrows * ncols strings, owned; NULL prints empty */
+    size_t nrows, caprows;
+    int failed;
+} st_grid_t;
+
+void st_grid_init(st_grid_t *g);
+void st_grid_free(st_grid_t *g);
+/* Adds a column; all columns come before the first row. */
+void st_grid_column(st_grid_t *g, const char *header, int right);
+/* Starts a new row; cells of the row are then set by column index. */
+void st_grid_row(st_grid_t *g);
+/* Sets a cell of the last row to a copy of text. */
+void st_grid_cell_str(st_grid_t *g, int col, const char *text);
+/* Sets a cell of the last row from text, then empties text (for reuse). */
+void st_grid_cell(st_grid_t *g, int col, st_strbuf_t *text);
+/* Appends the table under `title` to out, ending with a newline. */
+void st_grid_render(st_strbuf_t *out, const st_grid_t *g, const char *title);
+
+#endif
