@@ -54,7 +54,10 @@ test-asan: deps
 	$(ASANVENV)/bin/python -m pip install -q -r requirements-dev.txt
 	STRATA_SANITIZE=asan-ubsan $(ASANVENV)/bin/python -m pip install -q --no-build-isolation \
 	  --config-settings=build-dir=build/asan .
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build/asan/test_core
+	cmake -S . -B build/asan-ctest -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE=asan-ubsan >/dev/null
+	cmake --build build/asan-ctest -j2 >/dev/null
+	cd build/asan-ctest && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  STRATA_TEST_SANITIZED=1 $(ASANVENV)/bin/python -m pytest -q -x tests
