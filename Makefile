@@ -5,16 +5,20 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 ASANVENV := .venv-asan
 DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-venv
+# debootstrap makes the Debian trixie root of the Python 3.13 leg (make test-py313).
+LEG_DEBS := debootstrap
+# Extra Debian packages installed into that root for tests that use them.
+PY313_DEBS := graphviz protobuf-compiler
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs.
-TEST_DEBS :=
+TEST_DEBS := graphviz chromium clang protobuf-compiler
 
-.PHONY: all deps venv build demo test test-c test-py test-asan bench clean
+.PHONY: all deps venv build demo test test-c test-py test-asan test-py313 bench clean fuzz
 
 all: build
 
 # Debian packages, installed only when one is missing (apt-get update once first).
 deps:
-	@missing=""; for p in $(DEBS) $(TEST_DEBS); do \
+	@missing=""; for p in $(DEBS) $(TEST_DEBS) $(LEG_DEBS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -62,7 +66,24 @@ test-asan: deps
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  STRATA_TEST_SANITIZED=1 $(ASANVENV)/bin/python -m pytest -q -x tests
 
-test: test-c test-py test-asan
+# The whole suite again on CPython 3.13 (the sys.monitoring backend), built and run in a
+# Debian trixie root made once by debootstrap and reused (/var/tmp/strata-trixie).
+# Skipped, with the reason, where it cannot run (not root, no debootstrap).
+test-py313: deps
+	STRATA_LEG_DEBS="$(PY313_DEBS)" bash scripts/py313-leg.sh test
+
+test: test-c test-py test-asan test-py313
+
+# Fuzzes the profile.json reader (and the writers behind it) with libFuzzer for
+# FUZZ_SECONDS (default 600); not part of `make test`. Crashes land in build/fuzz/.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	CC=clang cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=Debug -DSTRATA_FUZZ=ON \
+	  -DSTRATA_SANITIZE=asan-ubsan >/dev/null
+	cmake --build build/fuzz -j2 --target fuzz_profile >/dev/null
+	mkdir -p build/fuzz/corpus && cp tests/fuzz/corpus/* build/fuzz/corpus/
+	cd build/fuzz && ./fuzz_profile -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	  -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 corpus
 
 bench: build
 	$(PY) bench/run.py

@@ -19,6 +19,7 @@
 
 #include "session/args.h"
 #include "session/avail.h"
+#include "report/report_cmd.h"
 
 extern char **environ;
 
@@ -36,6 +37,8 @@ static int usage(FILE *out)
           "  avail [--all] [-c CATEGORY] [--json]     list settings and their values\n"
           "  avail --components                       list the profile components\n"
           "  avail -G FILE [--all]                    write a configuration file\n"
+          "  report [--format F] [-o OUT] RESULT      render a result in another format\n"
+          "  merge -o OUT RESULT...                   combine runs or MPI ranks\n"
           "\n"
           "  strata python --help    options of the python command\n"
           "  strata --version        print the version\n",
@@ -116,6 +119,10 @@ int main(int argc, char **argv)
         return run_python(argc - 2, argv + 2);
     if (strcmp(verb, "avail") == 0)
         return st_avail_main(argc - 2, argv + 2, environ, stdout);
+    if (strcmp(verb, "report") == 0)
+        return st_report_main(argc - 2, argv + 2);
+    if (strcmp(verb, "merge") == 0)
+        return st_merge_main(argc - 2, argv + 2);
     fprintf(stderr, "strata: error: unknown command '%s' (see 'strata --help')\n", verb);
     return 2;
 }

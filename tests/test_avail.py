@@ -31,7 +31,8 @@ def test_every_setting_is_described(runner):
         assert s["description"].strip(), s
         assert s["category"].strip(), s
         assert s["env"] == "STRATA_" + s["name"].upper(), s
-        assert s["type"] in ("bool", "int", "string", "list", "regex list", "choice"), s
+        assert s["type"] in ("bool", "int", "string", "list", "regex list", "choice", "size",
+                             "number"), s
         if s["type"] == "choice":
             assert s["choices"], s
     names = {s["env"] for s in data["settings"]}
@@ -191,9 +192,15 @@ def test_boolean_spellings(runner, word):
                                             else "OFF")
 
 
-def test_number_suffixes(runner):
+def test_number_suffixes_and_sizes(runner):
     s = by_env(avail_json(runner, env={"STRATA_MAX_NODES": "250k"}))
     assert s["STRATA_MAX_NODES"]["value"] == "250000"
+    for text, want in (("64MB", 64_000_000), ("64MiB", 64 << 20), ("2 GiB", 2 << 30),
+                       ("1048576", 1 << 20), ("1.5M", 3 << 19)):
+        s = by_env(avail_json(runner, env={"STRATA_TRACE_BUFFER_SIZE": text}))
+        assert s["STRATA_TRACE_BUFFER_SIZE"]["value"] == str(want), text
+    r = avail(runner, env={"STRATA_TRACE_BUFFER_SIZE": "64 parsecs"})
+    assert r.returncode == 2 and "STRATA_TRACE_BUFFER_SIZE" in r.stderr and "MiB" in r.stderr
 
 
 def test_unknown_names_warn_with_closest(runner):

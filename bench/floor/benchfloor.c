@@ -1,8 +1,10 @@
 /*
- * benchfloor: the floor of the benchmark.  An empty C profile hook: every
- * event (call, return, c_call, c_return, c_exception) is answered with 0 and
- * nothing else.  Whatever a real profiler costs beyond this is its own work;
- * this much any PyEval_SetProfile-based profiler pays just for being called.
+ * benchfloor: the floor of the benchmark.  What any profiler built on the
+ * interpreter's event source pays just for being called; whatever a real
+ * profiler costs beyond this is its own work.
+ *
+ * CPython 3.11: an empty C profile hook: every event (call, return, c_call,
+ * c_return, c_exception) is answered with 0 and nothing else.
  *
  *   install()            hook the calling thread, and (via threading.setprofile)
  *                        every thread started through `threading` afterwards
@@ -10,10 +12,95 @@
  *   _thread_bootstrap()  what threading.setprofile is given: a new thread calls it
  *                        once (through sys.setprofile's trampoline) and it swaps
  *                        itself for the C hook, so threads run the same bare hook
+ *
+ * CPython 3.12 and later: empty sys.monitoring callbacks (C functions called by
+ * vectorcall, METH_FASTCALL, returning None) for the events strata watches without
+ * --trace-c: PY_START, PY_RESUME, PY_THROW, PY_RETURN, PY_YIELD, PY_UNWIND, under
+ * the profiler tool id.  sys.monitoring reaches every thread by itself.
+ *
+ *   install()            take sys.monitoring.PROFILER_ID, register the callbacks
+ *   uninstall()          give the id back
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+
+#if PY_VERSION_HEX >= 0x030C0000
+
+static PyObject *
+empty_callback(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self; (void)args; (void)nargs;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef callback_def = {
+    "benchfloor_callback", (PyCFunction)(void (*)(void))empty_callback, METH_FASTCALL, NULL};
+
+static const char *const watched[] = {
+    "PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD", "PY_UNWIND"};
+
+/* sys.monitoring.PROFILER_ID */
+static int
+profiler_id(PyObject *mon)
+{
+    PyObject *id = PyObject_GetAttrString(mon, "PROFILER_ID");
+    int tool = id ? (int)PyLong_AsLong(id) : -1;
+    Py_XDECREF(id);
+    return tool;
+}
+
+static PyObject *
+install(PyObject *module, PyObject *unused)
+{
+    (void)module; (void)unused;
+    PyObject *mon = PySys_GetObject("monitoring");  /* borrowed */
+    PyObject *events = mon ? PyObject_GetAttrString(mon, "events") : NULL;
+    PyObject *cb = PyCFunction_New(&callback_def, NULL);
+    int tool = mon ? profiler_id(mon) : -1;
+    long set = 0;
+    PyObject *r = NULL;
+    if (!events || !cb || tool < 0)
+        goto done;
+    r = PyObject_CallMethod(mon, "use_tool_id", "is", tool, "benchfloor");
+    for (size_t i = 0; r && i < sizeof watched / sizeof *watched; i++) {
+        Py_DECREF(r);
+        PyObject *bit = PyObject_GetAttrString(events, watched[i]);
+        long b = bit ? PyLong_AsLong(bit) : -1;
+        Py_XDECREF(bit);
+        r = b > 0 ? PyObject_CallMethod(mon, "register_callback", "ilO", tool, b, cb) : NULL;
+        set |= b;
+    }
+    if (r) {
+        Py_DECREF(r);
+        r = PyObject_CallMethod(mon, "set_events", "il", tool, set);
+    }
+done:
+    Py_XDECREF(events);
+    Py_XDECREF(cb);
+    return r;
+}
+
+static PyObject *
+uninstall(PyObject *module, PyObject *unused)
+{
+    (void)module; (void)unused;
+    PyObject *mon = PySys_GetObject("monitoring");
+    int tool = mon ? profiler_id(mon) : -1;
+    if (tool < 0)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(mon, "set_events", "ii", tool, 0);
+    Py_XDECREF(r);
+    return r ? PyObject_CallMethod(mon, "free_tool_id", "i", tool) : NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"install", install, METH_NOARGS, "Register the empty sys.monitoring callbacks."},
+    {"uninstall", uninstall, METH_NOARGS, "Give the tool id back."},
+    {NULL, NULL, 0, NULL},
+};
+
+#else
 
 static int
 empty_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -81,10 +168,12 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+#endif
+
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT,
     .m_name = "benchfloor",
-    .m_doc = "An empty C profile hook: the floor for profiler overhead.",
+    .m_doc = "Empty profiling callbacks: the floor for profiler overhead.",
     .m_size = -1,
     .m_methods = methods,
 };

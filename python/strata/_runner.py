@@ -40,6 +40,17 @@ def _finalize():
         os.kill(os.getpid(), signal.SIGINT)
 
 
+class _CannotStart(Exception):
+    """The profiler cannot start (on 3.12+: no free sys.monitoring tool id)."""
+
+
+def _start():
+    try:
+        _strata.start()
+    except _strata.Error as e:
+        raise _CannotStart(str(e)) from None
+
+
 def _strip(tb):
     """The traceback without strata's own frames (and runpy's, for -m)."""
     while tb is not None:
@@ -112,7 +123,7 @@ def main(argv):
     try:
         if parsed["is_module"]:
             sys.argv = [spec.origin] + args
-            _strata.start()
+            _start()
             runpy._run_code(code, main_module.__dict__, None, "__main__", spec)
         else:
             main_module.__file__ = filename
@@ -121,8 +132,10 @@ def main(argv):
             sys.path[0] = os.path.dirname(os.path.realpath(target))
             if code is None:
                 code = compile(source, filename, "exec")  # raises the SyntaxError
-            _strata.start()
+            _start()
             exec(code, main_module.__dict__)
+    except _CannotStart as e:
+        return _error(e)
     except SystemExit:
         raise
     except BaseException as e:

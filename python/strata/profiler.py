@@ -29,7 +29,11 @@ def _start_from_source():
     _strata.begin(name, [sys.executable] + list(sys.argv))
     atexit.register(_finalize)
     os.register_at_fork(after_in_child=_strata.after_fork_child)
-    _strata.start()
+    try:
+        _strata.start()
+    except _strata.Error as e:  # never raised into the program: it runs unprofiled
+        sys.stderr.write(f"strata: error: {e}; the program runs without profiling\n")
+        sys.stderr.flush()
 
 
 class Profile:

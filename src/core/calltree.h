@@ -68,6 +68,7 @@ typedef struct {
 typedef struct {
     const void *key;       /* identity of the call (frame), matched on pop */
     uint32_t node;         /* ST_NODE_NONE when not recorded (dropped) */
+    uint32_t traced;       /* 1: the call's begin is in the thread's timeline */
     uint64_t t0[ST_NTIMERS];
     uint64_t child[ST_NTIMERS];
 } st_frame_t;
@@ -113,6 +114,7 @@ static inline st_frame_t *st_calltree_push(st_calltree_t *t, uint32_t label, con
     st_frame_t *f = &t->stack[t->depth++];
     f->key = key;
     f->node = node;
+    f->traced = 0;
     for (int i = 0; i < ST_NTIMERS; i++)
         f->child[i] = 0;
     return f;

@@ -6,7 +6,7 @@
 
 st_clock_kind_t st_clock_kind_ = ST_CLOCK_MONOTONIC;
 
-static uint64_t calib_ticks0, calib_ns0;
+static uint64_t calib_ticks0, calib_ns0, calib_boot0;
 
 /* True when /proc/cpuinfo lists both flags that make the TSC a usable clock. */
 static int tsc_is_invariant(void)
@@ -41,8 +41,11 @@ void st_clock_init(const char *want)
 #else
     (void)want;
 #endif
+    struct timespec boot;
+    clock_gettime(CLOCK_BOOTTIME, &boot);
     calib_ns0 = st_clock_monotonic_ns();
     calib_ticks0 = st_clock_ticks();
+    calib_boot0 = (uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec;
 }
 
 st_clock_kind_t st_clock_kind(void) { return st_clock_kind_; }
@@ -80,4 +83,11 @@ uint64_t st_clock_realtime_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void st_clock_base(uint64_t *ticks, uint64_t *mono_ns, uint64_t *boot_ns)
+{
+    *ticks = calib_ticks0;
+    *mono_ns = calib_ns0;
+    *boot_ns = calib_boot0;
 }

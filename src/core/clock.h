@@ -36,6 +36,10 @@ const char *st_clock_name(void);
  * monotonic source). */
 double st_clock_ns_per_tick(void);
 
+/* The tick reading taken at st_clock_init() with CLOCK_MONOTONIC and CLOCK_BOOTTIME
+ * (nanoseconds) read beside it: what turns ticks into time on a timeline. */
+void st_clock_base(uint64_t *ticks, uint64_t *mono_ns, uint64_t *boot_ns);
+
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
 uint64_t st_clock_monotonic_ns(void);
 uint64_t st_clock_realtime_ns(void);

@@ -9,6 +9,7 @@
 
 #include "core/calltree.h"
 #include "core/intern.h"
+#include "core/loctab.h"
 #include "core/settings.h"
 
 typedef struct {
@@ -16,6 +17,8 @@ typedef struct {
     uint32_t index;         /* |N>>> in the tables */
     uint64_t tid;           /* the kernel's thread id */
     const char *name;       /* e.g. "MainThread" */
+    int has_rank;           /* 1: it ran in MPI rank `rank` (0: no rank known) */
+    uint32_t rank;
 } st_model_thread_t;
 
 typedef struct {
@@ -34,6 +37,30 @@ typedef struct {
     const char *host;
     uint64_t start_ns, end_ns;  /* CLOCK_REALTIME */
     uint64_t dropped;           /* calls not recorded (node limit, memory) */
+    /* where each label's code lives (pstats, callgrind, dot); NULL: unknown */
+    const st_loctab_t *locs;
+    int has_rank;               /* 1: the process was MPI rank `rank` */
+    uint32_t rank;
+    uint32_t nranks;            /* ranks merged into this model (0: not a merge of ranks) */
+    uint32_t nruns;             /* runs summed into this model (0 or 1: one run) */
+    /* process sampling (nmetrics 0: none) */
+    const struct st_model_metric *metrics;
+    size_t nmetrics;
+    double sampling_freq;       /* samples per second asked for */
+    uint64_t nsamples;
+    double sampler_cpu_s;       /* what the sampler thread itself cost */
+    const char *gpu_note;       /* why there are no GPU metrics, or NULL */
+    /* the timeline (has_trace 0: none) */
+    int has_trace;
+    uint64_t trace_events, trace_dropped, trace_too_deep, trace_bytes;
+    double trace_write_s;       /* time spent writing the timeline files at exit */
 } st_model_t;
+
+/* One sampled metric, summarised. */
+typedef struct st_model_metric {
+    const char *name;
+    const char *units;
+    double min, mean, max;
+} st_model_metric_t;
 
 #endif

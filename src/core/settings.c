@@ -79,6 +79,43 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                     "Time source: auto (the TSC where the CPU says it is invariant, else "
                     "CLOCK_MONOTONIC), tsc, or monotonic",
                     "auto,tsc,monotonic", NULL, 0, 0},
+    [ST_S_TRACE] = {"trace", "STRATA_TRACE", ST_TYPE_BOOL, "OFF", "trace",
+                    "Record every call and return in a timeline (trace.pftrace, for Perfetto)",
+                    NULL, "--trace", 0, 1},
+    [ST_S_TRACE_FORMAT] = {"trace_format", "STRATA_TRACE_FORMAT", ST_TYPE_LIST, "perfetto",
+                           "trace", "Timeline formats: perfetto (trace.pftrace), chrome "
+                           "(trace.json, Chrome trace events)",
+                           "perfetto,chrome", "--trace-format", 0, 0},
+    [ST_S_TRACE_BUFFER_SIZE] = {"trace_buffer_size", "STRATA_TRACE_BUFFER_SIZE", ST_TYPE_SIZE,
+                                "256MB", "trace",
+                                "Most memory the timeline of all threads may take (16 bytes an "
+                                "event); see STRATA_TRACE_FILL_POLICY for what happens then",
+                                NULL, NULL, 1 << 20, (int64_t)1 << 40},
+    [ST_S_TRACE_FILL_POLICY] = {"trace_fill_policy", "STRATA_TRACE_FILL_POLICY", ST_TYPE_CHOICE,
+                                "discard", "trace",
+                                "When the buffer is full: discard (stop recording new calls and "
+                                "count them) or flush (write full chunks to disk while running)",
+                                "discard,flush", NULL, 0, 0},
+    [ST_S_TRACE_MAX_DEPTH] = {"trace_max_depth", "STRATA_TRACE_MAX_DEPTH", ST_TYPE_INT, "500",
+                              "trace",
+                              "Deepest call nesting shown as slices (Perfetto drops slices "
+                              "nested deeper than 512); deeper calls are counted, not shown",
+                              NULL, NULL, 1, 512},
+    [ST_S_USE_PROCESS_SAMPLING] = {"use_process_sampling", "STRATA_USE_PROCESS_SAMPLING",
+                                   ST_TYPE_BOOL, "OFF", "sampling",
+                                   "Sample process and system metrics (memory, faults, context "
+                                   "switches, CPU, I/O, network, threads, GPUs) in the background",
+                                   NULL, NULL, 0, 1},
+    [ST_S_PROCESS_SAMPLING_FREQ] = {"process_sampling_freq", "STRATA_PROCESS_SAMPLING_FREQ",
+                                    ST_TYPE_FLOAT, "50", "sampling",
+                                    "Samples per second of the process sampler", NULL, NULL, 0,
+                                    10000},
+    [ST_S_OUTPUT_FORMATS] = {"output_formats", "STRATA_OUTPUT_FORMATS", ST_TYPE_LIST,
+                             "text,json", "output",
+                             "Formats written into the results folder when the program ends "
+                             "(strata report renders any of them later from profile.json)",
+                             "text,json,pstats,dot,png,svg,folded,speedscope,callgrind,html",
+                             NULL, 0, 0},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }
@@ -178,6 +215,7 @@ int st_settings_copy(st_settings_t *dst, const st_settings_t *src)
         const st_value_t *a = &src->v[i];
         st_value_t *b = &dst->v[i];
         b->i = a->i;
+        b->f = a->f;
         b->source = a->source;
         if (a->s && !(b->s = strdup(a->s)))
             goto fail;
@@ -206,6 +244,37 @@ static int parse_bool(const char *t, int64_t *out)
             return *out = 1, 0;
         if (strcasecmp(t, no[i]) == 0)
             return *out = 0, 0;
+    }
+    return -1;
+}
+
+/* Bytes from "65536", "64MB", "64 MiB", "1g": decimal units KB/MB/GB are 1000-based,
+ * KiB/MiB/GiB and the bare K/M/G 1024-based. */
+static int parse_size(const char *t, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(t, &end);
+    if (errno || end == t || x < 0)
+        return -1;
+    while (*end == ' ')
+        end++;
+    static const struct {
+        const char *unit;
+        double mult;
+    } units[] = {
+        {"", 1},           {"b", 1},           {"k", 1024.0},     {"kb", 1e3},
+        {"kib", 1024.0},   {"m", 1048576.0},   {"mb", 1e6},       {"mib", 1048576.0},
+        {"g", 1073741824.0}, {"gb", 1e9},      {"gib", 1073741824.0},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcasecmp(end, units[i].unit) == 0) {
+            double bytes = x * units[i].mult;
+            if (bytes > 9.0e18)
+                return -1;
+            *out = (uint64_t)bytes;
+            return 0;
+        }
     }
     return -1;
 }
@@ -321,6 +390,27 @@ int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_s
                               "suffixes allowed)",
                               d->env, text, (long long)d->min, (long long)d->max);
         v->i = n;
+        break;
+    }
+    case ST_TYPE_SIZE: {
+        uint64_t n;
+        if (parse_size(text, &n) < 0 || n < (uint64_t)d->min || n > (uint64_t)d->max)
+            return st_msg_set(msg, ST_EINVAL,
+                              "%s: '%s' is not a size from %lld to %lld bytes (a number with "
+                              "an optional unit: B, KB, MB, GB, KiB, MiB, GiB)",
+                              d->env, text, (long long)d->min, (long long)d->max);
+        v->i = (int64_t)n;
+        break;
+    }
+    case ST_TYPE_FLOAT: {
+        char *end;
+        errno = 0;
+        double x = strtod(text, &end);
+        if (errno || end == text || *end || !(x > (double)d->min) || x > (double)d->max)
+            return st_msg_set(msg, ST_EINVAL,
+                              "%s: '%s' is not a number above %lld and at most %lld", d->env,
+                              text, (long long)d->min, (long long)d->max);
+        v->f = x;
         break;
     }
     case ST_TYPE_STRING: {
@@ -484,7 +574,11 @@ void st_settings_format(const st_settings_t *s, st_setting_id_t id, st_strbuf_t 
         st_strbuf_puts(out, v->i ? "ON" : "OFF");
         break;
     case ST_TYPE_INT:
+    case ST_TYPE_SIZE:
         st_strbuf_printf(out, "%lld", (long long)v->i);
+        break;
+    case ST_TYPE_FLOAT:
+        st_strbuf_printf(out, "%.17g", v->f);
         break;
     case ST_TYPE_STRING:
     case ST_TYPE_CHOICE:

@@ -41,6 +41,14 @@ typedef enum {
     ST_S_MODULE_RESTRICT,
     ST_S_MAX_NODES,
     ST_S_CLOCK,
+    ST_S_TRACE,
+    ST_S_TRACE_FORMAT,
+    ST_S_TRACE_BUFFER_SIZE,
+    ST_S_TRACE_FILL_POLICY,
+    ST_S_TRACE_MAX_DEPTH,
+    ST_S_USE_PROCESS_SAMPLING,
+    ST_S_PROCESS_SAMPLING_FREQ,
+    ST_S_OUTPUT_FORMATS,
     ST_NSETTINGS
 } st_setting_id_t;
 
@@ -51,6 +59,8 @@ typedef enum {
     ST_TYPE_LIST,        /* comma- or space-separated words, from `choices` if set */
     ST_TYPE_REGEX_LIST,  /* space-separated regexes */
     ST_TYPE_CHOICE,      /* one word from `choices` */
+    ST_TYPE_SIZE,        /* bytes, with an optional unit: 64MB, 512KiB, 1G */
+    ST_TYPE_FLOAT,       /* a decimal number */
 } st_setting_type_t;
 
 typedef enum {
@@ -70,11 +80,12 @@ typedef struct {
     const char *description;
     const char *choices;     /* comma-separated, or NULL */
     const char *flags;       /* "--components", "-E, --function-exclude", or NULL */
-    int64_t min, max;        /* for ST_TYPE_INT */
+    int64_t min, max;        /* for ST_TYPE_INT, ST_TYPE_SIZE and ST_TYPE_FLOAT */
 } st_setting_def_t;
 
 typedef struct {
-    int64_t i;         /* bool and int */
+    int64_t i;         /* bool, int and size */
+    double f;          /* float */
     char *s;           /* string and choice; owned */
     char **list;       /* lists; owned */
     size_t nlist;
@@ -139,6 +150,10 @@ static inline int st_settings_bool(const st_settings_t *s, st_setting_id_t id)
 static inline int64_t st_settings_int(const st_settings_t *s, st_setting_id_t id)
 {
     return s->v[id].i;
+}
+static inline double st_settings_float(const st_settings_t *s, st_setting_id_t id)
+{
+    return s->v[id].f;
 }
 static inline const char *st_settings_str(const st_settings_t *s, st_setting_id_t id)
 {

@@ -62,12 +62,29 @@ void st_strbuf_fill(st_strbuf_t *b, char c, size_t n)
 
 void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap)
 {
+    if (b->failed)
+        return;
+    /* Format straight into the free space; only when it does not fit, grow and
+     * format again (one vsnprintf instead of two in the common case). */
+    size_t room = b->cap > b->len ? b->cap - b->len : 0;
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
+    int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap2);
     va_end(ap2);
-    if (n < 0 || reserve(b, (size_t)n) < 0)
+    if (n < 0) {
+        if (room)
+            b->data[b->len] = '\0';
         return;
+    }
+    if ((size_t)n < room) {
+        b->len += (size_t)n;
+        return;
+    }
+    if (reserve(b, (size_t)n) < 0) {
+        if (b->data)
+            b->data[b->len] = '\0';
+        return;
+    }
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;
 }

@@ -32,7 +32,30 @@ static void write_metadata(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_printf(out, ",\n    \"dropped_calls\": %llu,\n    \"strata_version\": ",
                      (unsigned long long)m->dropped);
     st_strbuf_json_string(out, STRATA_VERSION);
+    if (m->has_rank)
+        st_strbuf_printf(out, ",\n    \"rank\": %u", m->rank);
+    if (m->nranks)
+        st_strbuf_printf(out, ",\n    \"ranks\": %u", m->nranks);
+    if (m->nruns > 1)
+        st_strbuf_printf(out, ",\n    \"merged_runs\": %u", m->nruns);
     st_strbuf_puts(out, "\n  },\n");
+}
+
+/* Where each function's code lives: nodes refer to these by index. */
+static void write_functions(st_strbuf_t *out, const st_model_t *m)
+{
+    if (!m->locs || m->locs->nlocs == 0)
+        return;
+    st_strbuf_puts(out, "  \"functions\": [");
+    for (uint32_t i = 0; i < m->locs->nlocs; i++) {
+        const st_loc_t *l = st_loctab_get(m->locs, i);
+        st_strbuf_puts(out, i ? ",\n    {\"file\": " : "\n    {\"file\": ");
+        st_strbuf_json_string(out, st_loctab_str(m->locs, l->file));
+        st_strbuf_printf(out, ", \"line\": %d, \"name\": ", (int)l->line);
+        st_strbuf_json_string(out, st_loctab_str(m->locs, l->name));
+        st_strbuf_putc(out, '}');
+    }
+    st_strbuf_puts(out, "\n  ],\n");
 }
 
 static void write_settings(st_strbuf_t *out, const st_model_t *m)
@@ -84,6 +107,9 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_
     st_strbuf_printf(out, "        {\"id\": %u, \"parent\": %d, \"depth\": %u, \"label\": ", id,
                      n->parent == 0 ? -1 : (int)n->parent, n->depth);
     st_strbuf_json_string(out, st_intern_str(m->labels, n->label));
+    uint32_t loc = st_loctab_of(m->locs, n->label);
+    if (loc != ST_LOC_NONE)
+        st_strbuf_printf(out, ", \"function\": %u", loc);
     st_strbuf_printf(out, ", \"count\": %llu", (unsigned long long)n->count);
     for (int c = 0; c < ST_NCOMPONENTS; c++) {
         const st_component_info_t *info = st_component_info((st_component_t)c);
@@ -107,18 +133,66 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_
     st_strbuf_putc(out, '}');
 }
 
+/* Numbers that JSON can hold (NaN and infinities become 0). */
+static double json_number(double x) { return isfinite(x) ? x : 0.0; }
+
+/* What the timeline holds and lost, when the run traced. */
+static void write_trace(st_strbuf_t *out, const st_model_t *m)
+{
+    if (!m->has_trace)
+        return;
+    st_strbuf_printf(out,
+                     "  \"trace\": {\"events\": %llu, \"bytes\": %llu, \"dropped_calls\": %llu, "
+                     "\"too_deep_calls\": %llu, \"write_seconds\": %.6f},\n",
+                     (unsigned long long)m->trace_events, (unsigned long long)m->trace_bytes,
+                     (unsigned long long)m->trace_dropped, (unsigned long long)m->trace_too_deep,
+                     json_number(m->trace_write_s));
+}
+
+/* The process sampler's metrics, summarised, when it ran. */
+static void write_sampling(st_strbuf_t *out, const st_model_t *m)
+{
+    if (!m->nmetrics)
+        return;
+    st_strbuf_printf(out,
+                     "  \"process_sampling\": {\"frequency\": %.17g, \"samples\": %llu, "
+                     "\"sampler_cpu_s\": %.17g, \"gpu_note\": ",
+                     json_number(m->sampling_freq), (unsigned long long)m->nsamples,
+                     json_number(m->sampler_cpu_s));
+    if (m->gpu_note)
+        st_strbuf_json_string(out, m->gpu_note);
+    else
+        st_strbuf_puts(out, "null");
+    st_strbuf_puts(out, ", \"metrics\": [");
+    for (size_t k = 0; k < m->nmetrics; k++) {
+        const st_model_metric_t *x = &m->metrics[k];
+        st_strbuf_puts(out, k ? ",\n    {\"name\": " : "\n    {\"name\": ");
+        st_strbuf_json_string(out, x->name);
+        st_strbuf_puts(out, ", \"units\": ");
+        st_strbuf_json_string(out, x->units);
+        st_strbuf_printf(out, ", \"min\": %.17g, \"mean\": %.17g, \"max\": %.17g}",
+                         json_number(x->min), json_number(x->mean), json_number(x->max));
+    }
+    st_strbuf_puts(out, "\n  ]},\n");
+}
+
 void st_json_write(st_strbuf_t *out, const st_model_t *m)
 {
     st_strbuf_printf(out, "{\n  \"format_version\": %d,\n", ST_PROFILE_FORMAT_VERSION);
     write_metadata(out, m);
     write_settings(out, m);
     write_components(out, m);
+    write_trace(out, m);
+    write_sampling(out, m);
+    write_functions(out, m);
     st_strbuf_puts(out, "  \"threads\": [");
     for (size_t i = 0; i < m->nthreads; i++) {
         const st_model_thread_t *th = &m->threads[i];
         st_strbuf_printf(out, "%s\n    {\"index\": %u, \"tid\": %llu, \"name\": ", i ? "," : "",
                          th->index, (unsigned long long)th->tid);
         st_strbuf_json_string(out, th->name ? th->name : "");
+        if (th->has_rank)
+            st_strbuf_printf(out, ", \"rank\": %u", th->rank);
         st_strbuf_printf(out, ", \"dropped_calls\": %llu, \"nodes\": [",
                          (unsigned long long)th->tree->dropped);
         /* Nodes in id order: a parent always comes before its children. */

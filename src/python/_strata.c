@@ -183,10 +183,31 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
         PyErr_SetString(st_py.error, "no session: call begin() first");
         return NULL;
     }
-    if (!st_settings_bool(&st_py.settings, ST_S_PROFILE))
+    st_msg_t msg;
+    if (st_session_start(&st_py.session, &msg) < 0) {
+        st_py.finalized = 1;
+        return raise_msg(&msg);
+    }
+    st_py.tracing = st_py.session.tracing;
+    if (st_py.tracing)
+        st_py.want_wall = 1; /* the timeline needs the tick of every event */
+    if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing)
         Py_RETURN_NONE;
-    if (st_pybackend_start() < 0)
+    if (st_pybackend_start() < 0) {
+        /* Nothing ran: no results are written, and the (empty) folder goes. */
+        st_session_stop(&st_py.session);
+        st_py.finalized = 1;
+        if (rmdir(st_py.session.outdir) == 0 &&
+            !*st_settings_str(&st_py.settings, ST_S_OUTPUT_PATH)) {
+            char *slash = strrchr(st_py.session.outdir, '/');
+            if (slash) {
+                *slash = '\0';
+                rmdir(st_py.session.outdir);
+                *slash = '/';
+            }
+        }
         return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -198,9 +219,19 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
         Py_RETURN_NONE;
     st_py.finalized = 1;
     st_pybackend_stop();
+    st_session_stop(&st_py.session);
+    /* Calls still open (daemon threads, or the main thread's own frames) end now,
+     * in the tree and in the timeline, innermost first. */
     uint64_t now[ST_NTIMERS] = {st_clock_ticks(), st_clock_thread_cpu_ns()};
-    for (size_t i = 0; i < st_py.session.nthreads; i++)
-        st_calltree_close_all(&st_py.session.threads[i]->tree, now, st_py.ntimers);
+    for (size_t i = 0; i < st_py.session.nthreads; i++) {
+        st_thread_t *th = st_py.session.threads[i];
+        while (th->tree.depth) {
+            uint32_t traced = th->tree.stack[th->tree.depth - 1].traced;
+            st_calltree_close_top(&th->tree, now, st_py.ntimers);
+            if (traced)
+                st_trace_end(&th->trace, now[ST_TIMER_WALL]);
+        }
+    }
     /* The session keeps the settings as they ended (the program may change them). */
     st_settings_t copy;
     if (st_settings_copy(&copy, &st_py.settings) == 0) {
@@ -254,6 +285,8 @@ static PyObject *mark(PyObject *fn, uint8_t bit)
     if (!ci)
         return PyErr_NoMemory();
     ci->marks |= bit;
+    if (ci->disabled && st_py.running)
+        st_pybackend_refresh(); /* its events were switched off as unmarked */
     Py_RETURN_NONE;
 }
 
@@ -323,7 +356,10 @@ static PyObject *py_get(PyObject *self, PyObject *arg)
     case ST_TYPE_BOOL:
         return PyBool_FromLong((long)v->i);
     case ST_TYPE_INT:
+    case ST_TYPE_SIZE:
         return PyLong_FromLongLong((long long)v->i);
+    case ST_TYPE_FLOAT:
+        return PyFloat_FromDouble(v->f);
     case ST_TYPE_STRING:
     case ST_TYPE_CHOICE:
         return PyUnicode_FromString(v->s ? v->s : "");
@@ -409,9 +445,11 @@ static PyObject *py_set(PyObject *self, PyObject *args)
         return NULL;
     }
     st_settings_free(&backup);
-    if (st_py.running)
+    if (st_py.running) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st_py.threads); i++)
             update_blocked((st_pythread_t *)PyList_GET_ITEM(st_py.threads, i));
+        st_pybackend_refresh();
+    }
     Py_RETURN_NONE;
 }
 
@@ -419,9 +457,20 @@ static PyObject *py_state(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:O,s:O,s:s}", "live", st_py.live ? Py_True : Py_False, "running",
-                         st_py.running ? Py_True : Py_False, "outdir",
-                         st_py.live ? st_py.session.outdir : "");
+    return Py_BuildValue("{s:O,s:O,s:s,s:s}", "live", st_py.live ? Py_True : Py_False,
+                         "running", st_py.running ? Py_True : Py_False, "outdir",
+                         st_py.live ? st_py.session.outdir : "", "backend",
+                         PY_VERSION_HEX >= 0x030C0000 ? "sys.monitoring" : "profile hook");
+}
+
+/* For tests: how many events of skipped code the calling thread has seen (on
+ * 3.12+ they stop once such code's events are switched off). */
+static PyObject *py_skipped_events(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    st_pythread_t *ts = st_py.running ? st_pybackend_current() : NULL;
+    return PyLong_FromUnsignedLongLong(ts ? ts->skipped_events : 0);
 }
 
 static PyMethodDef methods[] = {
@@ -442,7 +491,9 @@ static PyMethodDef methods[] = {
      "set_internal_dir(path): code under path is strata's own."},
     {"get", py_get, METH_O, "get(name): a setting's value."},
     {"set", py_set, METH_VARARGS, "set(name, value): change a setting (ValueError if bad)."},
-    {"state", py_state, METH_NOARGS, "state() -> dict: live, running, outdir."},
+    {"state", py_state, METH_NOARGS, "state() -> dict: live, running, outdir, backend."},
+    {"_skipped_events", py_skipped_events, METH_NOARGS,
+     "_skipped_events() -> int: events of left-out code seen on this thread (tests)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -4,9 +4,14 @@
  * _PyEval_SetProfile on its thread state), and new threads through
  * threading.setprofile, whose trampoline installs the C hook on the thread's first
  * event. The hook turns CALL / RETURN / C_CALL / C_RETURN into the collector's
- * events (collector.h). CPython 3.12 and later will use sys.monitoring instead,
- * behind the same three functions. */
+ * events (collector.h). CPython 3.12 and later use sys.monitoring instead
+ * (backend_monitoring.c), behind the same functions; CMake builds the one that fits
+ * the interpreter. */
 #include "python/collector.h"
+
+#if PY_VERSION_HEX >= 0x030C0000
+#error "backend_profile.c is the CPython 3.11 backend; 3.12+ builds backend_monitoring.c"
+#endif
 
 #include <string.h>
 
@@ -69,15 +74,17 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     st_pythread_t *ts = (st_pythread_t *)obj;
     switch (what) {
     case PyTrace_CALL:
-        if (!ts->suppress)
-            on_call(ts, frame_code(frame), frame, frame);
+        on_call(ts, frame_code(frame), frame, frame);
         return 0;
     case PyTrace_RETURN:
         on_return(ts, frame);
         return 0;
     case PyTrace_C_CALL:
-        if (st_py.trace_c && !ts->blocked)
-            on_c_call(ts, frame_code(frame), arg, (const char *)frame + 1);
+        if (st_py.trace_c && !ts->blocked) {
+            codeinfo_t *ci = code_info(frame_code(frame));
+            if (ci && ci->module_ok)
+                on_c_call(ts, st_pylabel_cfunc(arg), (const char *)frame + 1);
+        }
         return 0;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
@@ -152,6 +159,9 @@ static int set_threading_profile(PyObject *fn)
     Py_DECREF(r);
     return 0;
 }
+
+/* The hook judges every event afresh: nothing to do. */
+void st_pybackend_refresh(void) {}
 
 int st_pybackend_start(void)
 {

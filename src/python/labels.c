@@ -36,9 +36,34 @@ static int intern_buf(st_strbuf_t *b, uint32_t *id)
     return st_intern_id(&st_py.session.labels, st_strbuf_cstr(b), b->len, id);
 }
 
+/* Records where a label's code lives, cProfile's key (co_filename,
+ * co_firstlineno, co_name), for pstats and callgrind (core/loctab.h). */
+static void record_location(uint32_t label, PyCodeObject *co)
+{
+    const char *file = PyUnicode_AsUTF8(co->co_filename);
+    const char *name = PyUnicode_AsUTF8(co->co_name);
+    if (file && name)
+        st_loctab_set(&st_py.session.locs, label, file, co->co_firstlineno, name);
+    PyErr_Clear();
+}
+
+/* The running frame if it runs co (sys.monitoring gives callbacks no frame, but
+ * the frame that raised the event is the thread's current one), else NULL. */
+static PyFrameObject *running_frame(PyCodeObject *co)
+{
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (!frame)
+        return NULL;
+    PyCodeObject *fc = PyFrame_GetCode(frame);
+    Py_DECREF(fc); /* the frame keeps it alive */
+    return fc == co ? frame : NULL;
+}
+
 /* The label of a call with its arguments: name(a=1, b='x')[file:line]. */
 __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback)
 {
+    if (!frame && !(frame = running_frame(co)))
+        return fallback;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     uint32_t id = fallback;
@@ -84,8 +109,10 @@ __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, P
     st_strbuf_putc(&b, ')');
     add_location(&b, co);
     uint32_t got;
-    if (intern_buf(&b, &got) == 0)
+    if (intern_buf(&b, &got) == 0) {
         id = got;
+        record_location(got, co);
+    }
     st_strbuf_free(&b);
     PyErr_Restore(et, ev, tb);
     return id;
@@ -129,23 +156,24 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
         add_location(&b, co);
         if (intern_buf(&b, &ci->label) < 0)
             ci->keep = 0;
+        else if (ci->keep)
+            record_location(ci->label, co);
         st_strbuf_free(&b);
     }
     PyErr_Clear();
     PyErr_Restore(et, ev, tb);
+    ci->ever_kept |= ci->keep;
     ci->dynamic = (uint8_t)st_py.label_args;
     ci->gen = st_py.gen;
     return ci;
 }
 
 
-/* Label and verdict of a C function (cached by method def and owner). */
-__attribute__((noinline, cold)) cfunc_entry_t *st_pylabel_cfunc(PyObject *fn)
+/* Label and verdict of C method `ml` bound to `self` (NULL for none) and defined
+ * in `module` (a PyCFunction's m_module, or NULL), cached by method def and owner
+ * (the module, or self's type for a method). */
+static cfunc_entry_t *cfunc_entry(const PyMethodDef *ml, PyObject *self, PyObject *module)
 {
-    if (!PyCFunction_Check(fn))
-        return NULL;
-    PyCFunctionObject *cf = (PyCFunctionObject *)fn;
-    PyObject *self = cf->m_self;
     int is_method = self && !PyModule_Check(self);
     const void *owner = is_method ? (const void *)Py_TYPE(self) : (const void *)self;
     if (st_py.ncfunc_slots == 0 || (st_py.ncfuncs + 1) * 2 > st_py.ncfunc_slots) {
@@ -166,47 +194,56 @@ __attribute__((noinline, cold)) cfunc_entry_t *st_pylabel_cfunc(PyObject *fn)
         st_py.cfuncs = t;
         st_py.ncfunc_slots = slots;
     }
-    size_t j = (((uintptr_t)cf->m_ml >> 4) ^ ((uintptr_t)owner >> 4)) & (st_py.ncfunc_slots - 1);
-    while (st_py.cfuncs[j].ml && !(st_py.cfuncs[j].ml == cf->m_ml && st_py.cfuncs[j].owner == owner))
+    size_t j = (((uintptr_t)ml >> 4) ^ ((uintptr_t)owner >> 4)) & (st_py.ncfunc_slots - 1);
+    while (st_py.cfuncs[j].ml && !(st_py.cfuncs[j].ml == ml && st_py.cfuncs[j].owner == owner))
         j = (j + 1) & (st_py.ncfunc_slots - 1);
     cfunc_entry_t *e = &st_py.cfuncs[j];
     if (e->ml && e->gen == st_py.gen)
         return e;
     if (!e->ml)
         st_py.ncfuncs++;
-    e->ml = cf->m_ml;
+    e->ml = ml;
     e->owner = owner;
     e->gen = st_py.gen;
     e->keep = 0;
 
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    const char *fname = cf->m_ml->ml_name;
-    const char *module = "builtins";
+    const char *fname = ml->ml_name;
+    const char *modname_s = "builtins";
     PyObject *modname = NULL;
     st_strbuf_t b;
     st_strbuf_init(&b);
     if (is_method) {
-        module = Py_TYPE(self)->tp_name;
-        st_strbuf_printf(&b, "<method '%s' of '%s' objects>", fname, module);
+        modname_s = Py_TYPE(self)->tp_name;
+        st_strbuf_printf(&b, "<method '%s' of '%s' objects>", fname, modname_s);
     } else {
         if (self)
             modname = PyObject_GetAttrString(self, "__name__");
-        else if (cf->m_module)
-            modname = Py_NewRef(cf->m_module);
+        else if (module)
+            modname = Py_NewRef(module);
         if (modname && PyUnicode_Check(modname))
-            module = PyUnicode_AsUTF8(modname);
-        if (!module)
-            module = "?";
-        if (strcmp(module, "builtins") == 0)
+            modname_s = PyUnicode_AsUTF8(modname);
+        if (!modname_s)
+            modname_s = "?";
+        if (strcmp(modname_s, "builtins") == 0)
             st_strbuf_printf(&b, "<built-in method %s>", fname);
         else
-            st_strbuf_printf(&b, "<built-in method %s.%s>", module, fname);
+            st_strbuf_printf(&b, "<built-in method %s.%s>", modname_s, fname);
     }
-    int internal = strncmp(module, "strata.", 7) == 0;
-    if (intern_buf(&b, &e->label) == 0)
+    int internal = strncmp(modname_s, "strata.", 7) == 0;
+    if (intern_buf(&b, &e->label) == 0) {
         e->keep = (uint8_t)((st_py.include_internal || !internal) &&
-                            st_filter_keeps(&st_py.filter, fname, module));
+                            st_filter_keeps(&st_py.filter, fname, modname_s));
+        /* C functions are keyed as cProfile keys them: ('~', 0, name), where
+         * cProfile names builtins with their module ("builtins.sorted") */
+        char cname[512];
+        if (!is_method && strcmp(modname_s, "builtins") == 0)
+            snprintf(cname, sizeof cname, "<built-in method builtins.%s>", fname);
+        else
+            snprintf(cname, sizeof cname, "%s", st_strbuf_cstr(&b));
+        st_loctab_set(&st_py.session.locs, e->label, "~", 0, cname);
+    }
     Py_XDECREF(modname);
     st_strbuf_free(&b);
     PyErr_Clear();
@@ -214,3 +251,19 @@ __attribute__((noinline, cold)) cfunc_entry_t *st_pylabel_cfunc(PyObject *fn)
     return e;
 }
 
+/* Label and verdict of a C function (cached by method def and owner). */
+__attribute__((noinline, cold)) cfunc_entry_t *st_pylabel_cfunc(PyObject *fn)
+{
+    if (!PyCFunction_Check(fn))
+        return NULL;
+    PyCFunctionObject *cf = (PyCFunctionObject *)fn;
+    return cfunc_entry(cf->m_ml, cf->m_self, cf->m_module);
+}
+
+/* Label and verdict of method ml called on self: 3.11 profiles such a call (a
+ * method descriptor's) through a PyCFunction bound to self, with no module. */
+__attribute__((noinline, cold)) cfunc_entry_t *st_pylabel_cmethod(const PyMethodDef *ml,
+                                                                  PyObject *self)
+{
+    return cfunc_entry(ml, self, NULL);
+}

@@ -3,38 +3,81 @@
 
 #include <stdio.h>
 
+/* threading._active[ident] (the Thread object), or NULL if it has none; new
+ * reference, no exception left set. */
+static PyObject *threading_thread(unsigned long ident)
+{
+    PyObject *modname = PyUnicode_FromString("threading");
+    PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
+    Py_XDECREF(modname);
+    PyObject *t = NULL;
+    if (threading) {
+        PyObject *active = PyObject_GetAttrString(threading, "_active");
+        PyObject *key = PyLong_FromUnsignedLong(ident);
+        t = active && key && PyDict_Check(active) ? PyDict_GetItemWithError(active, key) : NULL;
+        Py_XINCREF(t);
+        Py_XDECREF(key);
+        Py_XDECREF(active);
+        Py_DECREF(threading);
+    }
+    PyErr_Clear();
+    return t;
+}
+
 /* The thread's name from threading._active, or a made-up one. */
 static void thread_name(unsigned long ident, char *buf, size_t size)
 {
     snprintf(buf, size, "Thread-%lu", ident);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *modname = PyUnicode_FromString("threading");
-    PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
-    Py_XDECREF(modname);
-    if (threading) {
-        PyObject *active = PyObject_GetAttrString(threading, "_active");
-        PyObject *key = PyLong_FromUnsignedLong(ident);
-        PyObject *t = active && key ? PyObject_GetItem(active, key) : NULL;
-        PyObject *name = t ? PyObject_GetAttrString(t, "name") : NULL;
-        const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-        if (s)
-            snprintf(buf, size, "%s", s);
-        Py_XDECREF(name);
-        Py_XDECREF(t);
-        Py_XDECREF(key);
-        Py_XDECREF(active);
-        Py_DECREF(threading);
-    }
+    PyObject *t = threading_thread(ident);
+    PyObject *name = t ? PyObject_GetAttrString(t, "name") : NULL;
+    const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    if (s)
+        snprintf(buf, size, "%s", s);
+    Py_XDECREF(name);
+    Py_XDECREF(t);
     PyErr_Clear();
     PyErr_Restore(et, ev, tb);
+}
+
+/* 1 if threading._active has the thread (0 while it is still starting). */
+static int thread_registered(unsigned long ident)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *t = threading_thread(ident);
+    int found = t != NULL;
+    Py_XDECREF(t);
+    PyErr_Restore(et, ev, tb);
+    return found;
 }
 
 __attribute__((noinline, cold)) st_thread_t *st_pythread_tree(st_pythread_t *ts)
 {
     char name[64];
+    if (ts->th) {
+        /* Made at the thread's first event, before threading knew it: named now,
+         * at its first recorded call (once; a made-up name stays if it has none). */
+        ts->unnamed = 0;
+        thread_name(ts->ident, ts->th->name, sizeof ts->th->name);
+        return ts->th;
+    }
     thread_name(ts->ident, name, sizeof name);
     ts->th = st_session_new_thread(&st_py.session, ts->tid, name);
+    return ts->th;
+}
+
+/* Makes the tree of a thread at its first event, so that threads are numbered in
+ * the order they first ran Python code; if threading does not know the thread yet
+ * (it is still starting), the name is filled in at its first recorded call. */
+st_thread_t *st_pythread_tree_early(st_pythread_t *ts)
+{
+    if (ts->th)
+        return ts->th;
+    int named = thread_registered(ts->ident);
+    st_pythread_tree(ts);
+    ts->unnamed = ts->th && !named;
     return ts->th;
 }
 
@@ -49,6 +92,9 @@ st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid)
     ts->scope_depth = 0;
     ts->scope_root = NULL;
     ts->suppress = NULL;
+    ts->scope_nest = ts->suppress_nest = 0;
+    ts->unnamed = 0;
+    ts->skipped_events = 0;
     update_blocked(ts);
     if (PyList_Append(st_py.threads, (PyObject *)ts) < 0) {
         Py_DECREF(ts);

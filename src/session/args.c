@@ -35,6 +35,8 @@ static const flag_t flags[] = {
     {NULL, "--trace-c", ST_S_TRACE_C, ARG_OPT_BOOL},
     {"-o", "--output", ST_S_OUTPUT_PATH, ARG_ONE},
     {NULL, "--components", ST_S_COMPONENTS, ARG_ONE},
+    {NULL, "--trace", ST_S_TRACE, ARG_OPT_BOOL},
+    {NULL, "--trace-format", ST_S_TRACE_FORMAT, ARG_ONE},
 };
 
 void st_args_print_python_help(FILE *out)
@@ -44,7 +46,8 @@ void st_args_print_python_help(FILE *out)
         "                     [--label [{args,file,line} ...]] [-I FUNC [FUNC ...]]\n"
         "                     [-E FUNC [FUNC ...]] [-R FUNC [FUNC ...]] [-MI FILE [FILE ...]]\n"
         "                     [-ME FILE [FILE ...]] [-MR FILE [FILE ...]] [--trace-c [BOOL]]\n"
-        "                     [-o DIR] [--components LIST]\n"
+        "                     [-o DIR] [--components LIST] [--trace [BOOL]]\n"
+        "                     [--trace-format LIST]\n"
         "                     [--] (script.py | -m module) [args ...]\n"
         "\n"
         "optional arguments:\n"
@@ -78,6 +81,8 @@ void st_args_print_python_help(FILE *out)
         "  --trace-c [BOOL]      Enable profiling C functions\n"
         "  -o DIR, --output DIR  Results folder (default: strata-<script>-output/<date_time>)\n"
         "  --components LIST     What to measure: trip_count, wall_clock, cpu_clock\n"
+        "  --trace [BOOL]        Record every call in a timeline (trace.pftrace, Perfetto)\n"
+        "  --trace-format LIST   Timeline formats: perfetto, chrome (trace.json)\n"
         "\n"
         "usage: python3 -m strata <STRATA_ARGS> -- <SCRIPT> <SCRIPT_ARGS>\n",
         out);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/components.h"
+#include "core/fsutil.h"
 #include "output/grid.h"
 
 static const char *type_name(st_setting_type_t t)
@@ -17,6 +18,8 @@ static const char *type_name(st_setting_type_t t)
     case ST_TYPE_LIST: return "list";
     case ST_TYPE_REGEX_LIST: return "regex list";
     case ST_TYPE_CHOICE: return "choice";
+    case ST_TYPE_SIZE: return "size";
+    case ST_TYPE_FLOAT: return "number";
     }
     return "?";
 }
@@ -264,34 +267,6 @@ static int fail(const char *text)
     return 2;
 }
 
-/* Writes data to path through a temporary file beside it. */
-static int write_whole(const char *path, const st_strbuf_t *data, st_msg_t *msg)
-{
-    if (data->failed)
-        return st_msg_set(msg, ST_ENOMEM, "out of memory");
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return st_msg_set(msg, ST_EINVAL, "file name too long: '%s'", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return st_msg_set(msg, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
-    int bad = fwrite(data->data, 1, data->len, f) != data->len;
-    int err = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        err = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        err = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        return st_msg_set(msg, ST_EIO, "cannot write '%s': %s", path, strerror(err));
-    }
-    return 0;
-}
-
 int st_avail_main(int argc, char **argv, char *const *envp, FILE *out)
 {
     int all = 0, json = 0, components = 0, markdown = 0;
@@ -361,7 +336,7 @@ int st_avail_main(int argc, char **argv, char *const *envp, FILE *out)
         }
         if (generate) {
             st_avail_write_config(&buf, &s, all);
-            if (write_whole(generate, &buf, &msg) < 0)
+            if (st_fs_write_atomic(generate, buf.data ? buf.data : "", buf.len, &msg) < 0)
                 status = fail(msg.text);
             else
                 fprintf(out, "strata: wrote %s\n", generate);

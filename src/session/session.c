@@ -9,10 +9,13 @@
 
 #include "core/clock.h"
 #include "core/components.h"
+#include "core/fsutil.h"
 #include "core/model.h"
 #include "core/strbuf.h"
 #include "output/json.h"
+#include "output/sampling.h"
 #include "output/table.h"
+#include "report/formats.h"
 
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg)
 {
@@ -20,6 +23,8 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
     if (st_settings_copy(&s->settings, settings) < 0)
         return st_msg_set(msg, ST_ENOMEM, "out of memory");
     st_intern_init(&s->labels);
+    st_loctab_init(&s->locs);
+    s->has_rank = st_session_rank_from_env(NULL, &s->rank);
     for (int c = 0; c < ST_NCOMPONENTS; c++)
         if (st_settings_has(settings, ST_S_COMPONENTS, st_component_info((st_component_t)c)->name))
             s->components |= 1u << c;
@@ -35,9 +40,40 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
     return 0;
 }
 
+int st_session_start(st_session_t *s, st_msg_t *msg)
+{
+    const st_settings_t *set = &s->settings;
+    if (st_settings_bool(set, ST_S_TRACE)) {
+        int policy = strcmp(st_settings_str(set, ST_S_TRACE_FILL_POLICY), "flush") == 0
+                         ? ST_TRACE_FLUSH
+                         : ST_TRACE_DISCARD;
+        st_trace_shared_init(&s->trace_shared, (uint64_t)st_settings_int(set, ST_S_TRACE_BUFFER_SIZE),
+                             policy, (uint32_t)st_settings_int(set, ST_S_TRACE_MAX_DEPTH),
+                             s->outdir);
+        s->tracing = 1;
+    }
+    if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING)) {
+        int rc = st_sampler_start(&s->sampler, st_settings_float(set, ST_S_PROCESS_SAMPLING_FREQ),
+                                  msg);
+        if (rc < 0)
+            return rc;
+        s->sampling = 1;
+    }
+    return 0;
+}
+
+void st_session_stop(st_session_t *s)
+{
+    if (s->sampling)
+        st_sampler_stop(&s->sampler);
+}
+
 void st_session_free(st_session_t *s)
 {
+    if (s->sampling)
+        st_sampler_free(&s->sampler);
     for (size_t i = 0; i < s->nthreads; i++) {
+        st_trace_free(&s->threads[i]->trace);
         st_calltree_free(&s->threads[i]->tree);
         free(s->threads[i]);
     }
@@ -46,6 +82,7 @@ void st_session_free(st_session_t *s)
         free(s->command[i]);
     free(s->command);
     st_intern_free(&s->labels);
+    st_loctab_free(&s->locs);
     st_settings_free(&s->settings);
     memset(s, 0, sizeof *s);
 }
@@ -71,36 +108,9 @@ int st_session_set_command(st_session_t *s, int argc, char *const *argv)
     return 0;
 }
 
-/* mkdir -p; returns 0 or -1 with errno set. */
-static int make_dirs(const char *path)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return -1;
-    struct stat st;
-    if (stat(buf, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
 int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
 {
+    snprintf(s->target, sizeof s->target, "%s", target);
     const char *want = st_settings_str(&s->settings, ST_S_OUTPUT_PATH);
     char path[PATH_MAX];
     if (*want) {
@@ -117,11 +127,12 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
             return st_msg_set(msg, ST_EINVAL, "output folder name too long");
         snprintf(path, sizeof path, "%s", base);
         struct stat st;
-        for (int k = 2; stat(path, &st) == 0 && k < 1000; k++)
+        /* MPI ranks share the folder of the second they started in */
+        for (int k = 2; !s->has_rank && stat(path, &st) == 0 && k < 1000; k++)
             if (snprintf(path, sizeof path, "%s_%d", base, k) >= (int)sizeof path)
                 return st_msg_set(msg, ST_EINVAL, "output folder name too long");
     }
-    if (make_dirs(path) != 0 || access(path, W_OK | X_OK) != 0)
+    if (st_fs_make_dirs(path) != 0 || access(path, W_OK | X_OK) != 0)
         return st_msg_set(msg, ST_EIO, "cannot create the results folder '%s': %s", path,
                           strerror(errno ? errno : EACCES));
     snprintf(s->outdir, sizeof s->outdir, "%s", path);
@@ -145,6 +156,12 @@ st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *na
         free(t);
         return NULL;
     }
+    t->trace.spill_fd = -1;
+    if (s->tracing && st_trace_init(&t->trace, &s->trace_shared, (uint32_t)s->nthreads) < 0) {
+        st_calltree_free(&t->tree);
+        free(t);
+        return NULL;
+    }
     t->index = (uint32_t)s->nthreads;
     t->tid = tid;
     snprintf(t->name, sizeof t->name, "%s", name ? name : "");
@@ -152,31 +169,56 @@ st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *na
     return t;
 }
 
-/* Writes data to dir/name through dir/.name.tmp, renamed into place. */
+/* Writes data to dir/name, whole or not at all. */
 static int write_file(const char *dir, const char *name, const st_strbuf_t *data, st_msg_t *msg)
 {
-    char path[PATH_MAX], tmp[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path ||
-        snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name) >= (int)sizeof tmp)
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return st_msg_set(msg, ST_EIO, "results path too long in '%s'", dir);
     if (data->failed)
         return st_msg_set(msg, ST_ENOMEM, "out of memory writing '%s'", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return st_msg_set(msg, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
-    size_t n = fwrite(data->data ? data->data : "", 1, data->len, f);
-    int bad = n != data->len || ferror(f);
-    int err = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        err = errno;
+    return st_fs_write_atomic(path, data->data ? data->data : "", data->len, msg);
+}
+
+/* The formats STRATA_OUTPUT_FORMATS lists, as a mask of st_format_t bits. */
+static unsigned output_formats(const st_settings_t *set)
+{
+    size_t n;
+    char *const *list = st_settings_list(set, ST_S_OUTPUT_FORMATS, &n);
+    unsigned mask = 0;
+    for (size_t i = 0; i < n; i++) {
+        int f = st_format_find(list[i]);
+        if (f >= 0)
+            mask |= 1u << f;
     }
-    if (bad || rename(tmp, path) != 0) {
-        if (!bad)
-            err = errno;
-        unlink(tmp);
-        return st_msg_set(msg, ST_EIO, "cannot write '%s': %s", path, strerror(err));
+    return mask;
+}
+
+int st_session_rank_from_env(char *const *envp, uint32_t *rank)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                 "MV2_COMM_WORLD_RANK", "PALS_RANKID", "SLURM_PROCID"};
+    for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
+        const char *val = NULL;
+        if (envp) {
+            size_t n = strlen(vars[v]);
+            for (char *const *e = envp; *e && !val; e++)
+                if (strncmp(*e, vars[v], n) == 0 && (*e)[n] == '=')
+                    val = *e + n + 1;
+        } else {
+            val = getenv(vars[v]);
+        }
+        if (!val || !*val)
+            continue;
+        char *end;
+        errno = 0;
+        unsigned long r = strtoul(val, &end, 10);
+        if (errno || *end || r > INT32_MAX || *val == '-' || *val == '+')
+            continue;
+        *rank = (uint32_t)r;
+        return 1;
     }
+    *rank = 0;
     return 0;
 }
 
@@ -192,6 +234,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         threads[i].index = s->threads[i]->index;
         threads[i].tid = s->threads[i]->tid;
         threads[i].name = s->threads[i]->name;
+        threads[i].has_rank = s->has_rank;
+        threads[i].rank = s->rank;
         dropped += s->threads[i]->tree.dropped;
     }
     char host[256] = "";
@@ -211,24 +255,66 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         .start_ns = s->start_ns,
         .end_ns = st_clock_realtime_ns(),
         .dropped = dropped,
+        .locs = &s->locs,
+        .has_rank = s->has_rank,
+        .rank = s->rank,
     };
     for (int i = 0; i < ST_NTIMERS; i++)
         m.ns_per_tick[i] = ns_per_tick[i];
 
     int rc = 0;
+    /* The timeline first: profile.json records what writing it gave. */
+    uint64_t tstats[4] = {0, 0, 0, 0};
+    if (s->tracing) {
+        uint64_t t0 = st_clock_monotonic_ns();
+        rc = st_session_write_timeline(s, ns_per_tick[ST_TIMER_WALL], tstats, msg);
+        m.trace_write_s = (double)(st_clock_monotonic_ns() - t0) * 1e-9;
+        m.has_trace = 1;
+        m.trace_events = tstats[0];
+        m.trace_dropped = tstats[1];
+        m.trace_too_deep = tstats[2];
+        m.trace_bytes = tstats[3];
+    }
+    st_model_metric_t metrics[ST_SAMPLER_MAX_METRICS];
+    if (s->sampling) {
+        const st_sampler_t *sp = &s->sampler;
+        for (int k = 0; k < sp->nmetrics; k++) {
+            metrics[k].name = sp->metrics[k].name;
+            metrics[k].units = sp->metrics[k].units;
+            st_sampler_summary(sp, k, &metrics[k].min, &metrics[k].mean, &metrics[k].max);
+        }
+        m.metrics = metrics;
+        m.nmetrics = (size_t)sp->nmetrics;
+        m.sampling_freq = sp->freq;
+        m.nsamples = sp->n;
+        m.sampler_cpu_s = (double)sp->self_cpu_ns * 1e-9;
+        m.gpu_note = *sp->gpu_note ? sp->gpu_note : NULL;
+    }
+
     int precision = (int)st_settings_int(&s->settings, ST_S_PRECISION);
+    unsigned formats = output_formats(&s->settings);
+    int profile = st_settings_bool(&s->settings, ST_S_PROFILE);
     st_strbuf_t buf, all;
     st_strbuf_init(&buf);
     st_strbuf_init(&all);
-    for (int c = 0; c < ST_NCOMPONENTS && rc == 0; c++) {
+    if (rc == 0 && s->sampling) {
+        st_sampling_table_write(&buf, &m);
+        rc = write_file(s->outdir, "process_sampling.txt", &buf, msg);
+        st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
+    }
+    for (int c = 0; c < ST_NCOMPONENTS && rc == 0 && profile; c++) {
         if (!(s->components & (1u << c)))
             continue;
         const st_component_info_t *info = st_component_info((st_component_t)c);
         st_strbuf_reset(&buf);
         st_table_write(&buf, &m, (st_component_t)c, precision);
         char name[64];
-        snprintf(name, sizeof name, "%s.txt", info->name);
-        rc = write_file(s->outdir, name, &buf, msg);
+        if (s->has_rank)
+            snprintf(name, sizeof name, "%s-%u.txt", info->name, s->rank);
+        else
+            snprintf(name, sizeof name, "%s.txt", info->name);
+        if (formats & (1u << ST_FMT_TEXT))
+            rc = write_file(s->outdir, name, &buf, msg);
         if (all.len)
             st_strbuf_putc(&all, '\n');
         st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
@@ -236,7 +322,19 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     if (rc == 0) {
         st_strbuf_reset(&buf);
         st_json_write(&buf, &m);
-        rc = write_file(s->outdir, "profile.json", &buf, msg);
+        char name[64];
+        st_format_file_name(ST_FMT_JSON, s->has_rank, s->rank, name, sizeof name);
+        if (formats & (1u << ST_FMT_JSON))
+            rc = write_file(s->outdir, name, &buf, msg);
+    }
+    /* the other formats asked for at run time (STRATA_OUTPUT_FORMATS) */
+    unsigned others = formats & ~((1u << ST_FMT_TEXT) | (1u << ST_FMT_JSON));
+    if (rc == 0 && others) {
+        st_report_opts_t ro;
+        st_report_opts_init(&ro);
+        ro.precision = precision;
+        ro.title = *s->target ? s->target : NULL;
+        rc = st_formats_write_dir(&m, others, s->outdir, &ro, NULL, msg);
     }
     if (tables && !all.failed) {
         fputs(st_strbuf_cstr(&all), tables);
@@ -245,6 +343,13 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         if (dropped)
             fprintf(tables, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
                     (unsigned long long)dropped);
+        if (s->tracing)
+            st_session_print_trace_summary(tables, s, tstats);
+        if (s->sampling)
+            fprintf(tables, "[strata] process sampling: %zu samples at %g per second; the sampler "
+                            "used %.1f ms of CPU%s%s\n",
+                    s->sampler.n, s->sampler.freq, (double)s->sampler.self_cpu_ns * 1e-6,
+                    m.gpu_note ? "; " : "", m.gpu_note ? m.gpu_note : "");
         fflush(tables);
     }
     st_strbuf_free(&buf);

@@ -15,10 +15,14 @@
 #include "core/calltree.h"
 #include "core/err.h"
 #include "core/intern.h"
+#include "core/loctab.h"
 #include "core/settings.h"
+#include "core/trace.h"
+#include "system/sampler.h"
 
 typedef struct {
     st_calltree_t tree;
+    st_trace_t trace;      /* its timeline, when the session traces */
     uint32_t index;
     uint64_t tid;
     char name[64];
@@ -27,6 +31,9 @@ typedef struct {
 typedef struct {
     st_settings_t settings;
     st_intern_t labels;
+    st_loctab_t locs;      /* where each label's code lives (pstats, callgrind) */
+    int has_rank;          /* an MPI launcher gave this process a rank */
+    uint32_t rank;
     st_thread_t **threads;
     size_t nthreads, capthreads;
     unsigned components;   /* 1 << st_component_t for each chosen */
@@ -35,8 +42,13 @@ typedef struct {
     char **command;
     size_t ncommand;
     char python_version[64];
+    char target[128];      /* what runs: the script's or module's name */
     uint64_t start_ns;     /* CLOCK_REALTIME */
     int written;
+    int tracing;           /* threads record timelines (STRATA_TRACE) */
+    st_trace_shared_t trace_shared;
+    int sampling;          /* the process sampler runs (STRATA_USE_PROCESS_SAMPLING) */
+    st_sampler_t sampler;
 } st_session_t;
 
 /* A session with a copy of settings. Returns 0, ST_ENOMEM, or ST_EINVAL when no
@@ -53,6 +65,31 @@ int st_session_set_command(st_session_t *s, int argc, char *const *argv);
  * Call before the target starts, so that a bad place is an error before anything
  * runs. */
 int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg);
+
+/* Starts what runs beside the collectors, as the settings ask: the timeline's
+ * shared buffer (trace) and the process sampler. Call once the results folder
+ * exists, before the target starts. */
+int st_session_start(st_session_t *s, st_msg_t *msg);
+
+/* Stops the process sampler (before the results are written). */
+void st_session_stop(st_session_t *s);
+
+/* Writes trace.pftrace (and trace.json with the chrome format) into the results
+ * folder, through temporary files renamed into place. Open calls must have been
+ * closed. Fills the model's timeline statistics. Defined in trace_out.c. */
+int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stats[4],
+                              st_msg_t *msg);
+/* stats: events written, calls dropped (buffer full), calls too deep, bytes. */
+
+/* Prints what the timeline holds, and what it lost, to f (trace_out.c). */
+void st_session_print_trace_summary(FILE *f, const st_session_t *s, const uint64_t stats[4]);
+
+/* The MPI rank the launcher gave this process: the first of OMPI_COMM_WORLD_RANK,
+ * PMI_RANK, PMIX_RANK, MV2_COMM_WORLD_RANK, PALS_RANKID, SLURM_PROCID that holds a
+ * whole number, from envp (NULL: the process's environment). Returns 1 and sets
+ * *rank, or 0. A session with a rank puts it in every file name
+ * (profile-<rank>.json, <component>-<rank>.txt) and in profile.json. */
+int st_session_rank_from_env(char *const *envp, uint32_t *rank);
 
 /* A new thread with an empty tree, numbered in order. NULL when out of memory. */
 st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *name);

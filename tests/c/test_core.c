@@ -15,6 +15,7 @@
 #include "core/model.h"
 #include "core/settings.h"
 #include "core/strbuf.h"
+#include "core/trace.h"
 #include "output/json.h"
 #include "output/table.h"
 #include "session/args.h"
@@ -318,7 +319,7 @@ static void test_table(void)
     int k;
     call(&t, id, &k, 0);
     ret(&t, &k, 2000000000u);
-    st_model_thread_t th = {&t, 0, 1, "MainThread"};
+    st_model_thread_t th = {.tree = &t, .index = 0, .tid = 1, .name = "MainThread"};
     st_settings_t s;
     st_settings_init(&s);
     st_model_t m = {.labels = &labels, .threads = &th, .nthreads = 1, .settings = &s,
@@ -356,6 +357,66 @@ static void test_table(void)
     st_intern_free(&labels);
 }
 
+/* Timelines: discard keeps ends, flush keeps everything, the reader gives order. */
+static void test_trace(void)
+{
+    st_trace_shared_t sh;
+    st_trace_t t;
+    /* A budget of two chunks. */
+    st_trace_shared_init(&sh, 2 * sizeof(st_tchunk_t), ST_TRACE_DISCARD, 8, "/tmp");
+    CHECK(st_trace_init(&t, &sh, 0) == 0);
+    CHECK(st_trace_begin(&t, 1, 0) == 1); /* an outer call that stays open */
+    uint64_t n = 1;
+    while (st_trace_begin(&t, 2, n)) {
+        st_trace_end(&t, n);
+        n++;
+    }
+    CHECK(t.full && t.dropped == 1 && t.depth == 1);
+    CHECK(st_trace_begin(&t, 3, n) == 0 && t.dropped == 2);
+    /* The last inner call began in the last slot: its end went to the reserve, and
+     * so does the outer call's. */
+    st_trace_end(&t, n + 1);
+    CHECK(t.nreserve == 2 && t.depth == 0);
+    CHECK(st_trace_count(&t) == 2 * ST_TRACE_CHUNK_EVENTS + 2);
+    st_trace_reader_t r;
+    st_trace_reader_init(&r, &t);
+    const st_tevent_t *e, *last = NULL;
+    uint64_t count = 0, prev = 0;
+    int order_ok = 1;
+    while ((e = st_trace_next(&r)) != NULL) {
+        order_ok &= e->ticks >= prev;
+        prev = e->ticks;
+        last = e;
+        count++;
+    }
+    CHECK(order_ok && count == st_trace_count(&t) && last && last->kind == ST_TEV_END);
+    st_trace_free(&t);
+
+    /* Depth limit. */
+    st_trace_shared_init(&sh, 1 << 20, ST_TRACE_DISCARD, 2, "/tmp");
+    CHECK(st_trace_init(&t, &sh, 0) == 0);
+    CHECK(st_trace_begin(&t, 1, 0) && st_trace_begin(&t, 1, 1) && !st_trace_begin(&t, 1, 2));
+    CHECK(t.too_deep == 1);
+    st_trace_free(&t);
+
+    /* Flush: one chunk of budget, ten chunks of events, all read back in order. */
+    st_trace_shared_init(&sh, sizeof(st_tchunk_t), ST_TRACE_FLUSH, 8, "/tmp");
+    CHECK(st_trace_init(&t, &sh, 3) == 0);
+    uint64_t total = 10 * ST_TRACE_CHUNK_EVENTS + 7;
+    for (uint64_t i = 0; i < total / 2; i++) {
+        CHECK(st_trace_begin(&t, (uint32_t)i, 2 * i) || (failed++, 0));
+        st_trace_end(&t, 2 * i + 1);
+    }
+    CHECK(t.spilled > 0 && t.dropped == 0);
+    st_trace_reader_init(&r, &t);
+    count = 0;
+    order_ok = 1;
+    while ((e = st_trace_next(&r)) != NULL)
+        order_ok &= e->ticks == count++;
+    CHECK(order_ok && !r.error && count == (total / 2) * 2);
+    st_trace_free(&t);
+}
+
 int main(void)
 {
     test_calltree();
@@ -364,6 +425,7 @@ int main(void)
     test_args();
     test_filter();
     test_table();
+    test_trace();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -1,0 +1,306 @@
+#include "input/merge.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/components.h"
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* Adds src (ticks scaled by k[]) into dst, both fully folded Welford states. */
+static void node_add(st_node_t *dst, const st_node_t *src, const double *k, unsigned timers)
+{
+    uint64_t na = dst->count, nb = src->count;
+    for (int i = 0; i < ST_NTIMERS; i++) {
+        if (!(timers & (1u << i)))
+            continue;
+        st_accum_t *a = &dst->acc[i];
+        const st_accum_t *b = &src->acc[i];
+        double mb, vb;
+        st_accum_stats(src, i, &mb, &vb);
+        mb *= k[i];
+        double m2b = vb * k[i] * k[i] * (double)nb;
+        uint64_t sum = (uint64_t)((double)b->sum * k[i] + 0.5);
+        uint64_t self = (uint64_t)((double)b->self * k[i] + 0.5);
+        if (nb) {
+            uint64_t mn = (uint64_t)((double)b->min * k[i] + 0.5);
+            uint64_t mx = (uint64_t)((double)b->max * k[i] + 0.5);
+            if (mn < a->min)
+                a->min = mn;
+            if (mx > a->max)
+                a->max = mx;
+            double N = (double)(na + nb);
+            double d = mb - a->mean;
+            a->mean += d * (double)nb / N;
+            a->m2 += m2b + d * d * (double)na * (double)nb / N;
+        }
+        /* saturate rather than wrap (sums read from files can be huge) */
+        a->sum = a->sum > UINT64_MAX - sum ? UINT64_MAX : a->sum + sum;
+        a->self = a->self > UINT64_MAX - self ? UINT64_MAX : a->self + self;
+        a->merged_sum = a->sum;
+        a->batch_sq = 0;
+    }
+    dst->count = na + nb;
+    dst->merged = dst->count;
+}
+
+typedef struct {
+    uint32_t *labels;   /* input label -> output label, UINT32_MAX unknown */
+    uint32_t *locs;     /* input loc -> output loc */
+} remap_t;
+
+static int cmp_threads(const void *a, const void *b, const st_model_thread_t *th)
+{
+    const st_model_thread_t *x = &th[*(const size_t *)a], *y = &th[*(const size_t *)b];
+    if (x->has_rank != y->has_rank)
+        return x->has_rank - y->has_rank;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static const st_model_thread_t *sort_base;
+static int cmp_thread_idx(const void *a, const void *b) { return cmp_threads(a, b, sort_base); }
+
+/* Puts the output threads in (rank, thread number) order. */
+static int sort_threads(st_profile_t *p)
+{
+    size_t n = p->nthreads;
+    if (n < 2)
+        return 0;
+    size_t *idx = malloc((n + 1) * sizeof *idx);
+    st_calltree_t *trees = malloc((n + 1) * sizeof *trees);
+    st_model_thread_t *ths = malloc((n + 1) * sizeof *ths);
+    char **names = malloc((n + 1) * sizeof *names);
+    if (!idx || !trees || !ths || !names) {
+        free(idx);
+        free(trees);
+        free(ths);
+        free(names);
+        return ST_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    sort_base = p->threads;
+    qsort(idx, n, sizeof *idx, cmp_thread_idx);
+    for (size_t i = 0; i < n; i++) {
+        trees[i] = p->trees[idx[i]];
+        ths[i] = p->threads[idx[i]];
+        names[i] = p->thread_names[idx[i]];
+    }
+    memcpy(p->trees, trees, n * sizeof *trees);
+    memcpy(p->threads, ths, n * sizeof *ths);
+    memcpy(p->thread_names, names, n * sizeof *names);
+    free(idx);
+    free(trees);
+    free(ths);
+    free(names);
+    st_profile_sync(p);
+    return 0;
+}
+
+static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_thread_t *th,
+                        remap_t *rm, unsigned timers, int flags, uint32_t *contrib,
+                        uint32_t weight)
+{
+    int has_rank = th->has_rank && !(flags & ST_MERGE_SUM_RANKS);
+    uint32_t rank = has_rank ? th->rank : 0;
+    size_t ti;
+    for (ti = 0; ti < out->nthreads; ti++) {
+        const st_model_thread_t *o = &out->threads[ti];
+        if (o->index == th->index && o->has_rank == has_rank && o->rank == rank)
+            break;
+    }
+    if (ti == out->nthreads &&
+        st_profile_add_thread(out, th->index, th->tid, th->name, has_rank, rank) < 0)
+        return ST_ENOMEM;
+    contrib[ti] += weight;
+    st_calltree_t *dst = &out->trees[ti];
+    const st_calltree_t *src = th->tree;
+    dst->dropped += src->dropped;
+    uint32_t *map = malloc((size_t)src->nnodes * sizeof *map);
+    if (!map)
+        return ST_ENOMEM;
+    map[0] = 0;
+    double k[ST_NTIMERS];
+    for (int i = 0; i < ST_NTIMERS; i++)
+        k[i] = m->ns_per_tick[i];
+    int rc = 0;
+    for (uint32_t i = 1; i < src->nnodes; i++) {
+        const st_node_t *n = &src->nodes[i];
+        uint32_t l = n->label;
+        if (rm->labels[l] == UINT32_MAX) {
+            const char *text = st_intern_str(m->labels, l);
+            if (st_intern_id(&out->labels, text, strlen(text), &rm->labels[l]) < 0) {
+                rc = ST_ENOMEM;
+                break;
+            }
+            uint32_t loc = st_loctab_of(m->locs, l);
+            if (loc != ST_LOC_NONE) {
+                if (rm->locs[loc] == UINT32_MAX) {
+                    const st_loc_t *lc = st_loctab_get(m->locs, loc);
+                    if (st_loctab_add(&out->locs, st_loctab_str(m->locs, lc->file), lc->line,
+                                      st_loctab_str(m->locs, lc->name), &rm->locs[loc]) < 0) {
+                        rc = ST_ENOMEM;
+                        break;
+                    }
+                }
+                if (st_loctab_set_id(&out->locs, rm->labels[l], rm->locs[loc]) < 0) {
+                    rc = ST_ENOMEM;
+                    break;
+                }
+            }
+        }
+        uint32_t parent = n->parent < i ? map[n->parent] : ST_NODE_NONE;
+        uint32_t c = parent == ST_NODE_NONE ? ST_NODE_NONE
+                                            : st_calltree_child(dst, parent, rm->labels[l]);
+        map[i] = c;
+        if (c == ST_NODE_NONE) {
+            if (dst->failed) {
+                rc = ST_ENOMEM;
+                break;
+            }
+            continue;
+        }
+        node_add(&dst->nodes[c], n, k, timers);
+    }
+    free(map);
+    return rc;
+}
+
+int st_merge_begin(st_merger_t *mg, st_profile_t *out, int flags)
+{
+    memset(mg, 0, sizeof *mg);
+    mg->out = out;
+    mg->flags = flags;
+    mg->comps = ~0u;
+    return st_profile_init(out) < 0 ? ST_ENOMEM : 0;
+}
+
+int st_merge_add(st_merger_t *mg, const st_model_t *m)
+{
+    st_profile_t *out = mg->out;
+    st_model_t *om = &out->model;
+    mg->comps &= m->components;
+    unsigned timers = 0;
+    if (m->components & (1u << ST_COMP_WALL_CLOCK))
+        timers |= 1u << ST_TIMER_WALL;
+    if (m->components & (1u << ST_COMP_CPU_CLOCK))
+        timers |= 1u << ST_TIMER_CPU;
+    if (mg->n == 0) {
+        if (m->settings) {
+            st_settings_free(&out->settings);
+            out->have_settings = 0;
+            if (st_settings_copy(&out->settings, m->settings) < 0)
+                return ST_ENOMEM;
+            out->have_settings = 1;
+        }
+        for (size_t c = 0; c < m->ncommand; c++) {
+            char **cmd = realloc(out->command, (out->ncommand + 1) * sizeof *cmd);
+            if (!cmd)
+                return ST_ENOMEM;
+            out->command = cmd;
+            if (!(cmd[out->ncommand] = strdup(m->command[c])))
+                return ST_ENOMEM;
+            out->ncommand++;
+        }
+        out->python_version = dup_or_null(m->python_version);
+        out->clock_name = dup_or_null(m->clock_name);
+        out->host = dup_or_null(m->host);
+        om->pid = m->pid;
+        om->start_ns = m->start_ns;
+        om->end_ns = m->end_ns;
+    }
+    mg->n++;
+    if (m->start_ns && (m->start_ns < om->start_ns || !om->start_ns))
+        om->start_ns = m->start_ns;
+    if (m->end_ns > om->end_ns)
+        om->end_ns = m->end_ns;
+    om->dropped += m->dropped;
+    if (m->nruns > mg->maxruns_in)
+        mg->maxruns_in = m->nruns;
+    remap_t rm;
+    size_t nl = (size_t)m->labels->count + 1, nloc = (m->locs ? m->locs->nlocs : 0) + 1;
+    rm.labels = malloc(nl * sizeof *rm.labels);
+    rm.locs = malloc(nloc * sizeof *rm.locs);
+    int rc = 0;
+    if (!rm.labels || !rm.locs) {
+        rc = ST_ENOMEM;
+        goto done;
+    }
+    memset(rm.labels, 0xff, nl * sizeof *rm.labels);
+    memset(rm.locs, 0xff, nloc * sizeof *rm.locs);
+    for (size_t t = 0; t < m->nthreads && rc == 0; t++) {
+        if (out->nthreads + 1 > mg->capc) {
+            size_t cap = mg->capc ? mg->capc * 2 : 16;
+            uint32_t *c = realloc(mg->contrib, cap * sizeof *c);
+            if (!c) {
+                rc = ST_ENOMEM;
+                break;
+            }
+            memset(c + mg->capc, 0, (cap - mg->capc) * sizeof *c);
+            mg->contrib = c;
+            mg->capc = cap;
+        }
+        rc = merge_thread(out, m, &m->threads[t], &rm, timers, mg->flags, mg->contrib,
+                          m->nruns > 1 ? m->nruns : 1);
+    }
+done:
+    free(rm.labels);
+    free(rm.locs);
+    st_profile_sync(out);
+    return rc;
+}
+
+int st_merge_end(st_merger_t *mg)
+{
+    st_profile_t *out = mg->out;
+    st_model_t *om = &out->model;
+    int rc = sort_threads(out);
+    /* runs: the most inputs any one output thread drew from (a merged input
+     * counts as the runs it holds) */
+    uint32_t runs = 0;
+    for (size_t t = 0; t < out->nthreads && mg->contrib; t++)
+        if (mg->contrib[t] > runs)
+            runs = mg->contrib[t];
+    free(mg->contrib);
+    mg->contrib = NULL;
+    if (rc < 0)
+        return rc;
+    unsigned comps = mg->n && mg->comps ? mg->comps : 1u << ST_COMP_TRIP_COUNT;
+    om->components = comps;
+    om->nruns = runs > mg->maxruns_in ? runs : mg->maxruns_in;
+    /* ranks kept (threads are sorted by rank now) */
+    uint32_t nr = 0, last = 0;
+    int have = 0;
+    for (size_t t = 0; t < out->nthreads; t++) {
+        if (!out->threads[t].has_rank)
+            continue;
+        if (!have || out->threads[t].rank != last)
+            nr++;
+        last = out->threads[t].rank;
+        have = 1;
+    }
+    om->nranks = nr > 1 ? nr : 0;
+    om->has_rank = nr == 1;
+    om->rank = nr == 1 ? last : 0;
+    st_profile_sync(out);
+    return 0;
+}
+
+int st_merge(st_profile_t *out, const st_model_t *const *in, size_t n, int flags, st_msg_t *msg)
+{
+    st_merger_t mg;
+    int rc = st_merge_begin(&mg, out, flags);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = st_merge_add(&mg, in[i]);
+    if (rc == 0)
+        rc = st_merge_end(&mg);
+    else
+        free(mg.contrib);
+    if (rc < 0) {
+        st_profile_free(out);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory merging");
+    }
+    return 0;
+}

@@ -1,0 +1,816 @@
+#include "input/profile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/components.h"
+#include "core/u64map.h"
+#include "input/jsonpull.h"
+#include "output/json.h"
+
+/* ------------------------------------------------------------------ ownership */
+
+int st_profile_init(st_profile_t *p)
+{
+    memset(p, 0, sizeof *p);
+    st_intern_init(&p->labels);
+    st_loctab_init(&p->locs);
+    if (st_settings_init(&p->settings) < 0)
+        return ST_ENOMEM;
+    p->have_settings = 1;
+    st_profile_sync(p);
+    return 0;
+}
+
+void st_profile_free(st_profile_t *p)
+{
+    for (size_t i = 0; i < p->nthreads; i++) {
+        st_calltree_free(&p->trees[i]);
+        free(p->thread_names[i]);
+    }
+    free(p->trees);
+    free(p->threads);
+    free(p->thread_names);
+    for (size_t i = 0; i < p->ncommand; i++)
+        free(p->command[i]);
+    free(p->command);
+    free(p->python_version);
+    free(p->clock_name);
+    free(p->host);
+    st_intern_free(&p->labels);
+    st_loctab_free(&p->locs);
+    if (p->have_settings)
+        st_settings_free(&p->settings);
+    memset(p, 0, sizeof *p);
+}
+
+void st_profile_sync(st_profile_t *p)
+{
+    st_model_t *m = &p->model;
+    for (size_t i = 0; i < p->nthreads; i++) {
+        p->threads[i].tree = &p->trees[i];
+        p->threads[i].name = p->thread_names[i];
+    }
+    m->labels = &p->labels;
+    m->threads = p->threads;
+    m->nthreads = p->nthreads;
+    m->ns_per_tick[0] = m->ns_per_tick[1] = 1.0;
+    m->settings = &p->settings;
+    m->command = (const char *const *)p->command;
+    m->ncommand = p->ncommand;
+    m->python_version = p->python_version;
+    m->clock_name = p->clock_name;
+    m->host = p->host;
+    m->locs = p->locs.nlocs ? &p->locs : NULL;
+}
+
+long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
+                           int has_rank, uint32_t rank)
+{
+    if (p->nthreads == p->capthreads) {
+        size_t cap = p->capthreads ? p->capthreads * 2 : 4;
+        st_calltree_t *t = realloc(p->trees, cap * sizeof *t);
+        if (!t)
+            return -1;
+        p->trees = t;
+        st_model_thread_t *th = realloc(p->threads, cap * sizeof *th);
+        if (!th)
+            return -1;
+        p->threads = th;
+        char **n = realloc(p->thread_names, cap * sizeof *n);
+        if (!n)
+            return -1;
+        p->thread_names = n;
+        p->capthreads = cap;
+    }
+    size_t i = p->nthreads;
+    char *copy = strdup(name ? name : "");
+    if (!copy)
+        return -1;
+    if (st_calltree_init(&p->trees[i], 0) < 0) {
+        free(copy);
+        return -1;
+    }
+    p->thread_names[i] = copy;
+    memset(&p->threads[i], 0, sizeof p->threads[i]);
+    p->threads[i].index = index;
+    p->threads[i].tid = tid;
+    p->threads[i].has_rank = has_rank;
+    p->threads[i].rank = rank;
+    p->nthreads++;
+    st_profile_sync(p);
+    return (long)i;
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+typedef struct {
+    st_jp_t jp;
+    st_profile_t *p;
+    st_strbuf_t key, str;
+    int64_t version;
+    int have_version, have_threads, have_components;
+    unsigned components;    /* from "components" */
+    unsigned timers_seen;   /* timer components found on nodes */
+    /* node -> index in the file's "functions", per thread (resolved at the end) */
+    uint32_t **node_fn;
+    uint32_t *fn_map;       /* the file's function index -> loctab id */
+    uint32_t nfns;
+    int have_rank;
+    uint32_t rank;
+    uint32_t nranks, nruns;
+} reader_t;
+
+#define FAIL(r, ...) st_jp_fail(&(r)->jp, __VA_ARGS__)
+
+static char *dup_str(reader_t *r)
+{
+    char *s = strdup(st_strbuf_cstr(&r->str));
+    if (!s)
+        FAIL(r, "out of memory");
+    return s;
+}
+
+static int read_string_dup(reader_t *r, char **out)
+{
+    if (st_jp_string(&r->jp, &r->str) < 0)
+        return -1;
+    free(*out);
+    *out = dup_str(r);
+    return *out ? 0 : -1;
+}
+
+static int read_command(reader_t *r)
+{
+    st_profile_t *p = r->p;
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_arr_next(&r->jp)) > 0) {
+        if (st_jp_string(&r->jp, &r->str) < 0)
+            return -1;
+        char **c = realloc(p->command, (p->ncommand + 1) * sizeof *c);
+        if (!c)
+            return FAIL(r, "out of memory");
+        p->command = c;
+        if (!(c[p->ncommand] = dup_str(r)))
+            return -1;
+        p->ncommand++;
+    }
+    return more;
+}
+
+static int read_metadata(reader_t *r)
+{
+    st_model_t *m = &r->p->model;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        uint64_t u;
+        int64_t i;
+        int rc;
+        if (strcmp(k, "command") == 0) {
+            rc = read_command(r);
+        } else if (strcmp(k, "python_version") == 0) {
+            rc = read_string_dup(r, &r->p->python_version);
+        } else if (strcmp(k, "host") == 0) {
+            rc = read_string_dup(r, &r->p->host);
+        } else if (strcmp(k, "clock") == 0) {
+            rc = read_string_dup(r, &r->p->clock_name);
+        } else if (strcmp(k, "pid") == 0) {
+            rc = st_jp_int(&r->jp, -1, INT32_MAX, &i);
+            m->pid = (long)i;
+        } else if (strcmp(k, "start_time_ns") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &m->start_ns);
+        } else if (strcmp(k, "end_time_ns") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &m->end_ns);
+        } else if (strcmp(k, "dropped_calls") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &m->dropped);
+        } else if (strcmp(k, "rank") == 0) {
+            rc = st_jp_uint(&r->jp, INT32_MAX, &u);
+            r->have_rank = 1;
+            r->rank = (uint32_t)u;
+        } else if (strcmp(k, "ranks") == 0) {
+            rc = st_jp_uint(&r->jp, INT32_MAX, &u);
+            r->nranks = (uint32_t)u;
+        } else if (strcmp(k, "merged_runs") == 0) {
+            rc = st_jp_uint(&r->jp, INT32_MAX, &u);
+            r->nruns = (uint32_t)u;
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
+static int read_settings(reader_t *r)
+{
+    st_profile_t *p = r->p;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    st_strbuf_t value, source;
+    st_strbuf_init(&value);
+    st_strbuf_init(&source);
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        int id = st_setting_find(st_strbuf_cstr(&r->key));
+        if (st_jp_obj_begin(&r->jp) < 0)
+            break;
+        int have_value = 0, m2;
+        st_strbuf_reset(&source);
+        while ((m2 = st_jp_obj_next(&r->jp, &r->str)) > 0) {
+            const char *k = st_strbuf_cstr(&r->str);
+            if (strcmp(k, "value") == 0 && st_jp_peek(&r->jp) == ST_JV_STRING) {
+                if (st_jp_string(&r->jp, &value) < 0)
+                    break;
+                have_value = 1;
+            } else if (strcmp(k, "source") == 0 && st_jp_peek(&r->jp) == ST_JV_STRING) {
+                if (st_jp_string(&r->jp, &source) < 0)
+                    break;
+            } else if (st_jp_skip(&r->jp) < 0) {
+                break;
+            }
+        }
+        if (m2 < 0) {
+            more = -1;
+            break;
+        }
+        if (id >= 0 && have_value) {
+            st_source_t src = ST_SRC_DEFAULT;
+            for (int s = ST_SRC_DEFAULT; s <= ST_SRC_API; s++)
+                if (strcmp(st_strbuf_cstr(&source), st_source_name((st_source_t)s)) == 0)
+                    src = (st_source_t)s;
+            /* A value this strata does not accept (another version's) keeps the
+             * default: settings are informative here, never used to run. */
+            st_msg_t ignored;
+            st_settings_set(&p->settings, (st_setting_id_t)id, st_strbuf_cstr(&value), src,
+                            &ignored);
+        }
+    }
+    st_strbuf_free(&value);
+    st_strbuf_free(&source);
+    return more;
+}
+
+static int read_components(reader_t *r)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    r->have_components = 1;
+    int more;
+    while ((more = st_jp_arr_next(&r->jp)) > 0) {
+        if (st_jp_obj_begin(&r->jp) < 0)
+            return -1;
+        int m2;
+        while ((m2 = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+            if (strcmp(st_strbuf_cstr(&r->key), "name") == 0) {
+                if (st_jp_string(&r->jp, &r->str) < 0)
+                    return -1;
+                int c = st_component_find(st_strbuf_cstr(&r->str));
+                if (c >= 0)
+                    r->components |= 1u << c;
+            } else if (st_jp_skip(&r->jp) < 0) {
+                return -1;
+            }
+        }
+        if (m2 < 0)
+            return -1;
+    }
+    return more;
+}
+
+static int read_functions(reader_t *r)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    st_strbuf_t file;
+    st_strbuf_init(&file);
+    int more = 0, rc = 0;
+    uint32_t cap = 0;
+    while (rc == 0 && (more = st_jp_arr_next(&r->jp)) > 0) {
+        if (st_jp_obj_begin(&r->jp) < 0) {
+            rc = -1;
+            break;
+        }
+        int64_t line = 0;
+        int m2, have_name = 0;
+        st_strbuf_reset(&file);
+        st_strbuf_reset(&r->str);
+        st_strbuf_t name;
+        st_strbuf_init(&name);
+        while ((m2 = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+            const char *k = st_strbuf_cstr(&r->key);
+            int c;
+            if (strcmp(k, "file") == 0)
+                c = st_jp_string(&r->jp, &file);
+            else if (strcmp(k, "line") == 0)
+                c = st_jp_int(&r->jp, 0, INT32_MAX, &line);
+            else if (strcmp(k, "name") == 0)
+                c = st_jp_string(&r->jp, &name), have_name = 1;
+            else
+                c = st_jp_skip(&r->jp);
+            if (c < 0)
+                break;
+        }
+        if (m2 < 0) {
+            st_strbuf_free(&name);
+            rc = -1;
+            break;
+        }
+        if (!have_name) {
+            st_strbuf_free(&name);
+            rc = FAIL(r, "function %u has no name", r->nfns);
+            break;
+        }
+        if (r->nfns == cap) {
+            cap = cap ? cap * 2 : 256;
+            uint32_t *m = realloc(r->fn_map, cap * sizeof *m);
+            if (!m) {
+                st_strbuf_free(&name);
+                rc = FAIL(r, "out of memory");
+                break;
+            }
+            r->fn_map = m;
+        }
+        uint32_t id;
+        if (st_loctab_add(&r->p->locs, st_strbuf_cstr(&file), (int32_t)line,
+                          st_strbuf_cstr(&name), &id) < 0)
+            rc = FAIL(r, "out of memory");
+        st_strbuf_free(&name);
+        r->fn_map[r->nfns++] = id;
+        if (r->nfns > (1u << 28))
+            rc = FAIL(r, "too many functions");
+    }
+    st_strbuf_free(&file);
+    return rc < 0 ? -1 : more;
+}
+
+/* One timer's statistics: {"sum":..,"self":..,"min":..,"max":..,"mean":..,"var":..} */
+static int read_accum(reader_t *r, st_accum_t *a, double *mean, double *var)
+{
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc;
+        double d;
+        if (strcmp(k, "sum") == 0)
+            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &a->sum);
+        else if (strcmp(k, "self") == 0)
+            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &a->self);
+        else if (strcmp(k, "min") == 0)
+            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &a->min);
+        else if (strcmp(k, "max") == 0)
+            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &a->max);
+        else if (strcmp(k, "mean") == 0) {
+            rc = st_jp_double(&r->jp, &d);
+            if (rc == 0 && d < 0)
+                rc = FAIL(r, "a negative mean");
+            *mean = d;
+        } else if (strcmp(k, "var") == 0) {
+            rc = st_jp_double(&r->jp, &d);
+            if (rc == 0 && d < 0)
+                rc = FAIL(r, "a negative variance");
+            *var = d;
+        } else
+            rc = st_jp_skip(&r->jp);
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
+typedef struct {
+    st_calltree_t *t;
+    uint32_t *fn;       /* node -> file function index (ST_LOC_NONE) */
+    uint32_t capfn;
+    st_u64map_t ids;    /* id -> node index, for files whose ids are not their positions */
+    int dense;          /* so far every node's id equals its index */
+} nodes_ctx_t;
+
+static int grow_nodes(reader_t *r, nodes_ctx_t *c)
+{
+    st_calltree_t *t = c->t;
+    if (t->nnodes == t->capnodes) {
+        if (t->capnodes >= ST_PROFILE_MAX_NODES)
+            return FAIL(r, "a thread with more than %u nodes", ST_PROFILE_MAX_NODES);
+        uint32_t cap = t->capnodes * 2;
+        st_node_t *n = realloc(t->nodes, (size_t)cap * sizeof *n);
+        if (!n)
+            return FAIL(r, "out of memory");
+        t->nodes = n;
+        t->capnodes = cap;
+    }
+    if (t->nnodes >= c->capfn) {
+        uint32_t cap = c->capfn ? c->capfn * 2 : 64;
+        while (cap <= t->nnodes)
+            cap *= 2;
+        uint32_t *f = realloc(c->fn, (size_t)cap * sizeof *f);
+        if (!f)
+            return FAIL(r, "out of memory");
+        c->fn = f;
+        c->capfn = cap;
+    }
+    return 0;
+}
+
+static int read_node(reader_t *r, nodes_ctx_t *c)
+{
+    st_calltree_t *t = c->t;
+    if (grow_nodes(r, c) < 0)
+        return -1;
+    uint32_t idx = t->nnodes;
+    st_node_t n;
+    memset(&n, 0, sizeof n);
+    n.first_child = n.last_child = n.next_sibling = n.hint = ST_NODE_NONE;
+    for (int i = 0; i < ST_NTIMERS; i++)
+        n.acc[i].min = UINT64_MAX;
+    uint64_t id = 0;
+    int64_t parent = -2;
+    int have_id = 0, have_label = 0;
+    uint32_t fn = ST_LOC_NONE;
+    double mean[ST_NTIMERS] = {0, 0}, var[ST_NTIMERS] = {0, 0};
+    int have_min[ST_NTIMERS] = {0, 0};
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc;
+        uint64_t u;
+        if (strcmp(k, "id") == 0) {
+            rc = st_jp_uint(&r->jp, UINT32_MAX - 1, &id);
+            have_id = 1;
+        } else if (strcmp(k, "parent") == 0) {
+            rc = st_jp_int(&r->jp, -1, UINT32_MAX - 1, &parent);
+        } else if (strcmp(k, "label") == 0) {
+            rc = st_jp_string(&r->jp, &r->str);
+            if (rc == 0 && st_intern_id(&r->p->labels, r->str.data ? r->str.data : "",
+                                        r->str.len, &n.label) < 0)
+                rc = FAIL(r, "out of memory");
+            have_label = 1;
+        } else if (strcmp(k, "count") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &n.count);
+        } else if (strcmp(k, "function") == 0) {
+            rc = st_jp_uint(&r->jp, UINT32_MAX - 1, &u);
+            fn = (uint32_t)u;
+        } else if (strcmp(k, "wall_clock") == 0 || strcmp(k, "cpu_clock") == 0) {
+            int timer = k[0] == 'w' ? ST_TIMER_WALL : ST_TIMER_CPU;
+            uint64_t before = n.acc[timer].min;
+            n.acc[timer].min = UINT64_MAX;
+            rc = read_accum(r, &n.acc[timer], &mean[timer], &var[timer]);
+            have_min[timer] = n.acc[timer].min != UINT64_MAX;
+            if (!have_min[timer])
+                n.acc[timer].min = before;
+            r->timers_seen |= 1u << (timer == ST_TIMER_WALL ? ST_COMP_WALL_CLOCK
+                                                             : ST_COMP_CPU_CLOCK);
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (more < 0)
+        return -1;
+    if (!have_id || parent == -2 || !have_label)
+        return FAIL(r, "a node without %s", !have_id ? "an id" : !have_label ? "a label"
+                                                                              : "a parent");
+    /* the parent, which must come before */
+    uint32_t pidx = 0;
+    if (parent >= 0) {
+        if (c->dense)
+            pidx = (uint64_t)parent < idx && parent > 0 ? (uint32_t)parent : ST_NODE_NONE;
+        else
+            pidx = st_u64map_get(&c->ids, (uint64_t)parent);
+        if (pidx == ST_NODE_NONE)
+            return FAIL(r, "node %llu's parent %lld is not a node listed before it",
+                        (unsigned long long)id, (long long)parent);
+    }
+    /* ids: dense while each equals its position, else through the map */
+    if (c->dense && id != idx) {
+        c->dense = 0;
+        for (uint32_t i = 1; i < idx; i++)
+            if (st_u64map_put(&c->ids, i, i, NULL) < 0)
+                return FAIL(r, "out of memory");
+    }
+    if (!c->dense) {
+        int dup = st_u64map_put(&c->ids, id, idx, NULL);
+        if (dup < 0)
+            return FAIL(r, "out of memory");
+        if (dup)
+            return FAIL(r, "two nodes with id %llu", (unsigned long long)id);
+    }
+    for (int i = 0; i < ST_NTIMERS; i++) {
+        st_accum_t *a = &n.acc[i];
+        if (n.count == 0) {
+            a->min = UINT64_MAX;
+            continue;
+        }
+        if (!have_min[i])
+            a->min = 0;
+        if (a->self > a->sum)
+            a->self = a->sum;
+        a->mean = mean[i];
+        a->m2 = var[i] * (double)n.count;
+        a->merged_sum = a->sum;
+    }
+    n.merged = n.count;
+    st_node_t *pn = &t->nodes[pidx];
+    n.parent = pidx;
+    n.depth = pn->depth + 1;
+    t->nodes[idx] = n;
+    if (pn->last_child == ST_NODE_NONE)
+        pn->first_child = idx;
+    else
+        t->nodes[pn->last_child].next_sibling = idx;
+    pn->last_child = idx;
+    c->fn[idx] = fn;
+    t->nnodes++;
+    return 0;
+}
+
+static int read_thread(reader_t *r)
+{
+    st_profile_t *p = r->p;
+    long ti = st_profile_add_thread(p, 0, 0, "", 0, 0);
+    if (ti < 0)
+        return FAIL(r, "out of memory");
+    uint32_t **nf = realloc(r->node_fn, p->nthreads * sizeof *nf);
+    if (!nf)
+        return FAIL(r, "out of memory");
+    r->node_fn = nf;
+    nf[ti] = NULL;
+    nodes_ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.t = &p->trees[ti];
+    c.dense = 1;
+    int have_index = 0, rc = 0;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more = 0;
+    while (rc == 0 && (more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        st_model_thread_t *th = &p->threads[ti];
+        uint64_t u;
+        if (strcmp(k, "index") == 0) {
+            rc = st_jp_uint(&r->jp, UINT32_MAX, &u);
+            th->index = (uint32_t)u;
+            have_index = 1;
+        } else if (strcmp(k, "tid") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &th->tid);
+        } else if (strcmp(k, "name") == 0) {
+            rc = read_string_dup(r, &p->thread_names[ti]);
+        } else if (strcmp(k, "rank") == 0) {
+            rc = st_jp_uint(&r->jp, INT32_MAX, &u);
+            th->has_rank = 1;
+            th->rank = (uint32_t)u;
+        } else if (strcmp(k, "dropped_calls") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &p->trees[ti].dropped);
+        } else if (strcmp(k, "nodes") == 0) {
+            if (st_jp_arr_begin(&r->jp) < 0) {
+                rc = -1;
+                break;
+            }
+            int m2;
+            while ((m2 = st_jp_arr_next(&r->jp)) > 0)
+                if (read_node(r, &c) < 0)
+                    break;
+            rc = m2 < 0 || r->jp.failed ? -1 : 0;
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+    }
+    st_u64map_free(&c.ids);
+    r->node_fn[ti] = c.fn;
+    if (rc < 0 || more < 0)
+        return -1;
+    if (!have_index)
+        p->threads[ti].index = (uint32_t)ti;
+    st_profile_sync(p);
+    return 0;
+}
+
+static int read_threads(reader_t *r)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    r->have_threads = 1;
+    int more;
+    while ((more = st_jp_arr_next(&r->jp)) > 0)
+        if (read_thread(r) < 0)
+            return -1;
+    return more;
+}
+
+static int read_version(reader_t *r)
+{
+    int64_t v;
+    if (st_jp_int(&r->jp, INT32_MIN, INT32_MAX, &v) < 0)
+        return -1;
+    r->version = v;
+    r->have_version = 1;
+    return 0;
+}
+
+static int check_version(reader_t *r, const char *name, st_msg_t *msg)
+{
+    if (r->version > ST_PROFILE_FORMAT_VERSION)
+        return st_msg_set(msg, ST_EINVAL,
+                          "%s: format_version %lld is newer than this strata reads (%d): "
+                          "use a newer strata",
+                          name, (long long)r->version, ST_PROFILE_FORMAT_VERSION);
+    if (r->version < 1)
+        return st_msg_set(msg, ST_EINVAL, "%s: bad format_version %lld", name,
+                          (long long)r->version);
+    return 0;
+}
+
+static int read_document(reader_t *r)
+{
+    if (st_jp_peek(&r->jp) != ST_JV_OBJECT)
+        return st_jp_fail(&r->jp, "not a profile.json: expected a JSON object");
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc;
+        if (strcmp(k, "format_version") == 0) {
+            rc = read_version(r);
+            /* refuse a newer layout before trying to read it */
+            if (rc == 0 && r->version > ST_PROFILE_FORMAT_VERSION)
+                return -2;
+        } else if (strcmp(k, "metadata") == 0) {
+            rc = read_metadata(r);
+        } else if (strcmp(k, "settings") == 0) {
+            rc = read_settings(r);
+        } else if (strcmp(k, "components") == 0) {
+            rc = read_components(r);
+        } else if (strcmp(k, "functions") == 0) {
+            rc = read_functions(r);
+        } else if (strcmp(k, "threads") == 0) {
+            rc = read_threads(r);
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (more < 0)
+        return -1;
+    return st_jp_finish(&r->jp);
+}
+
+/* Node function indices -> the label's location. */
+static int resolve_functions(reader_t *r)
+{
+    st_profile_t *p = r->p;
+    for (size_t t = 0; t < p->nthreads; t++) {
+        const uint32_t *fn = r->node_fn[t];
+        const st_calltree_t *tree = &p->trees[t];
+        for (uint32_t i = 1; fn && i < tree->nnodes; i++) {
+            if (fn[i] == ST_LOC_NONE)
+                continue;
+            if (fn[i] >= r->nfns)
+                return -1 - (int)i;
+            if (st_loctab_set_id(&p->locs, tree->nodes[i].label, r->fn_map[fn[i]]) < 0)
+                return ST_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int st_profile_parse(st_profile_t *p, const char *buf, size_t len, const char *name,
+                     st_msg_t *msg)
+{
+    if (st_profile_init(p) < 0)
+        return st_msg_set(msg, ST_ENOMEM, "out of memory reading %s", name);
+    reader_t r;
+    memset(&r, 0, sizeof r);
+    r.p = p;
+    st_strbuf_init(&r.key);
+    st_strbuf_init(&r.str);
+    st_jp_init(&r.jp, buf, len);
+    int rc = 0;
+    int got = len == 0 ? -3 : read_document(&r);
+    if (got == -3) {
+        rc = st_msg_set(msg, ST_EINVAL, "%s: empty file", name);
+    } else if (got == -2 || (got == 0 && r.have_version && r.version != 1)) {
+        rc = check_version(&r, name, msg);
+    } else if (got < 0) {
+        rc = st_msg_set(msg, ST_EINVAL, "%s: not a valid profile.json: %s", name, r.jp.err);
+    } else if (!r.have_version) {
+        rc = st_msg_set(msg, ST_EINVAL, "%s: not a profile.json (no format_version)", name);
+    } else if (!r.have_threads) {
+        rc = st_msg_set(msg, ST_EINVAL, "%s: not a profile.json (no threads)", name);
+    } else {
+        int bad = resolve_functions(&r);
+        if (bad == ST_ENOMEM)
+            rc = st_msg_set(msg, ST_ENOMEM, "out of memory reading %s", name);
+        else if (bad < 0)
+            rc = st_msg_set(msg, ST_EINVAL,
+                            "%s: not a valid profile.json: a node refers to a function "
+                            "that is not listed",
+                            name);
+    }
+    if (rc == 0) {
+        st_model_t *m = &p->model;
+        m->components = r.have_components ? r.components
+                                          : (1u << ST_COMP_TRIP_COUNT) | r.timers_seen;
+        if (!m->components)
+            m->components = 1u << ST_COMP_TRIP_COUNT;
+        m->has_rank = r.have_rank;
+        m->rank = r.rank;
+        m->nranks = r.nranks;
+        m->nruns = r.nruns;
+        for (size_t i = 0; i < p->nthreads; i++)
+            if (!p->threads[i].has_rank && r.have_rank) {
+                p->threads[i].has_rank = 1;
+                p->threads[i].rank = r.rank;
+            }
+        st_profile_sync(p);
+    }
+    for (size_t t = 0; r.node_fn && t < p->nthreads; t++)
+        free(r.node_fn[t]);
+    free(r.node_fn);
+    free(r.fn_map);
+    st_strbuf_free(&r.key);
+    st_strbuf_free(&r.str);
+    if (rc < 0)
+        st_profile_free(p);
+    return rc;
+}
+
+/* The N of a file named profile-N.json, or -1. */
+static long rank_of_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "profile-", 8) != 0)
+        return -1;
+    const char *q = base + 8;
+    long v = 0;
+    if (*q < '0' || *q > '9')
+        return -1;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        v = v * 10 + (*q - '0');
+        if (v > INT32_MAX)
+            return -1;
+    }
+    return strcmp(q, ".json") == 0 ? v : -1;
+}
+
+int st_profile_load(st_profile_t *p, const char *path, st_msg_t *msg)
+{
+    memset(p, 0, sizeof *p);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return st_msg_set(msg, ST_EIO, "cannot read '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return st_msg_set(msg, ST_EIO, "cannot read '%s': not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > ST_PROFILE_MAX_BYTES) {
+        fclose(f);
+        return st_msg_set(msg, ST_EINVAL, "'%s' is larger than %zu GiB", path,
+                          ST_PROFILE_MAX_BYTES >> 30);
+    }
+    size_t size = (size_t)st.st_size;
+    char *buf = malloc(size + 1);
+    if (!buf) {
+        fclose(f);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory reading '%s'", path);
+    }
+    size_t got = fread(buf, 1, size, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || got != size) {
+        free(buf);
+        return st_msg_set(msg, ST_EIO, "cannot read '%s'", path);
+    }
+    buf[size] = '\0';
+    int rc = st_profile_parse(p, buf, size, path, msg);
+    free(buf);
+    if (rc == 0 && !p->model.has_rank) {
+        long r = rank_of_name(path);
+        if (r >= 0) {
+            p->model.has_rank = 1;
+            p->model.rank = (uint32_t)r;
+            for (size_t i = 0; i < p->nthreads; i++) {
+                p->threads[i].has_rank = 1;
+                p->threads[i].rank = (uint32_t)r;
+            }
+        }
+    }
+    return rc;
+}

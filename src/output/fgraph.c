@@ -1,0 +1,286 @@
+#include "output/fgraph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/components.h"
+#include "core/err.h"
+#include "core/strbuf.h"
+
+#define NONE UINT32_MAX
+
+int st_model_timer(const st_model_t *m)
+{
+    if (m->components & (1u << ST_COMP_WALL_CLOCK))
+        return ST_TIMER_WALL;
+    if (m->components & (1u << ST_COMP_CPU_CLOCK))
+        return ST_TIMER_CPU;
+    return -1;
+}
+
+void st_fgraph_free(st_fgraph_t *g)
+{
+    free(g->fns);
+    free(g->edges);
+    free(g->fn_of_key);
+    st_u64map_free(&g->emap);
+    memset(g, 0, sizeof *g);
+}
+
+static size_t key_of(const st_model_t *m, uint32_t label)
+{
+    uint32_t loc = st_loctab_of(m->locs, label);
+    size_t nlocs = m->locs ? m->locs->nlocs : 0;
+    return loc != ST_LOC_NONE ? loc : nlocs + label;
+}
+
+uint32_t st_fgraph_fn_of(const st_fgraph_t *g, const st_model_t *m, uint32_t label)
+{
+    size_t k = key_of(m, label);
+    return k < g->nkeys ? g->fn_of_key[k] : NONE;
+}
+
+static uint32_t fn_for(st_fgraph_t *g, const st_model_t *m, uint32_t label)
+{
+    size_t k = key_of(m, label);
+    if (k >= g->nkeys)
+        return NONE;
+    if (g->fn_of_key[k] != NONE)
+        return g->fn_of_key[k];
+    if (g->nfns == g->capfns) {
+        uint32_t cap = g->capfns ? g->capfns * 2 : 256;
+        st_fnode_t *f = realloc(g->fns, cap * sizeof *f);
+        if (!f)
+            return NONE;
+        g->fns = f;
+        g->capfns = cap;
+    }
+    st_fnode_t *f = &g->fns[g->nfns];
+    memset(f, 0, sizeof *f);
+    f->loc = st_loctab_of(m->locs, label);
+    f->label = label;
+    g->fn_of_key[k] = g->nfns;
+    return g->nfns++;
+}
+
+static uint32_t edge_for(st_fgraph_t *g, uint32_t caller, uint32_t callee)
+{
+    uint32_t found;
+    int r = st_u64map_put(&g->emap, ((uint64_t)caller << 32) | callee, g->nedges, &found);
+    if (r < 0)
+        return NONE;
+    if (r == 1)
+        return found;
+    if (g->nedges == g->capedges) {
+        uint32_t cap = g->capedges ? g->capedges * 2 : 256;
+        st_fedge_t *e = realloc(g->edges, cap * sizeof *e);
+        if (!e)
+            return NONE;
+        g->edges = e;
+        g->capedges = cap;
+    }
+    st_fedge_t *e = &g->edges[g->nedges];
+    memset(e, 0, sizeof *e);
+    e->caller = caller;
+    e->callee = callee;
+    return g->nedges++;
+}
+
+/* Folds one tree. fnof/eof: per-node scratch (function, edge); active counts per
+ * function and edge on the current path. */
+static int fold_tree(st_fgraph_t *g, const st_model_t *m, const st_calltree_t *t,
+                     uint32_t **active_fn, uint32_t *capa_fn, uint32_t **active_e,
+                     uint32_t *capa_e)
+{
+    double k = g->timer >= 0 ? m->ns_per_tick[g->timer] : 0.0;
+    uint32_t *fnof = malloc((size_t)t->nnodes * sizeof *fnof);
+    uint32_t *eof = malloc((size_t)t->nnodes * sizeof *eof);
+    int rc = 0;
+    if (!fnof || !eof) {
+        rc = ST_ENOMEM;
+        goto done;
+    }
+    /* functions and edges, in node order (a parent before its children) */
+    for (uint32_t i = 1; i < t->nnodes; i++) {
+        const st_node_t *n = &t->nodes[i];
+        fnof[i] = fn_for(g, m, n->label);
+        if (fnof[i] == NONE) {
+            rc = ST_ENOMEM;
+            goto done;
+        }
+        eof[i] = NONE;
+        if (n->parent != 0 && n->parent < i) {
+            eof[i] = edge_for(g, fnof[n->parent], fnof[i]);
+            if (eof[i] == NONE) {
+                rc = ST_ENOMEM;
+                goto done;
+            }
+        }
+    }
+    if (g->nfns > *capa_fn) {
+        uint32_t *a = realloc(*active_fn, (size_t)g->nfns * 2 * sizeof *a);
+        if (!a) {
+            rc = ST_ENOMEM;
+            goto done;
+        }
+        memset(a + *capa_fn, 0, ((size_t)g->nfns * 2 - *capa_fn) * sizeof *a);
+        *active_fn = a;
+        *capa_fn = g->nfns * 2;
+    }
+    if (g->nedges > *capa_e) {
+        uint32_t *a = realloc(*active_e, (size_t)g->nedges * 2 * sizeof *a);
+        if (!a) {
+            rc = ST_ENOMEM;
+            goto done;
+        }
+        memset(a + *capa_e, 0, ((size_t)g->nedges * 2 - *capa_e) * sizeof *a);
+        *active_e = a;
+        *capa_e = g->nedges * 2;
+    }
+    uint32_t *afn = *active_fn, *ae = *active_e;
+    /* depth-first: enter a node, leave it after its subtree */
+    uint32_t n = t->nodes[0].first_child;
+    while (n != NONE) {
+        const st_node_t *nd = &t->nodes[n];
+        double sum = g->timer >= 0 ? (double)nd->acc[g->timer].sum * k : 0.0;
+        double self = g->timer >= 0 ? (double)nd->acc[g->timer].self * k : 0.0;
+        st_fnode_t *f = &g->fns[fnof[n]];
+        f->nc += nd->count;
+        f->tt += self;
+        if (afn[fnof[n]]++ == 0) {
+            f->cc += nd->count;
+            f->ct += sum;
+        }
+        if (eof[n] != NONE) {
+            st_fedge_t *e = &g->edges[eof[n]];
+            e->nc += nd->count;
+            e->tt += self;
+            if (ae[eof[n]]++ == 0) {
+                e->cc += nd->count;
+                e->ct += sum;
+            }
+        }
+        if (nd->first_child != NONE) {
+            n = nd->first_child;
+            continue;
+        }
+        for (;;) {
+            afn[fnof[n]]--;
+            if (eof[n] != NONE)
+                ae[eof[n]]--;
+            if (t->nodes[n].next_sibling != NONE) {
+                n = t->nodes[n].next_sibling;
+                break;
+            }
+            n = t->nodes[n].parent;
+            if (n == 0 || n == NONE) {
+                n = NONE;
+                break;
+            }
+        }
+    }
+done:
+    free(fnof);
+    free(eof);
+    return rc;
+}
+
+int st_fgraph_build(st_fgraph_t *g, const st_model_t *m, long rank)
+{
+    memset(g, 0, sizeof *g);
+    g->timer = st_model_timer(m);
+    g->nkeys = (m->locs ? m->locs->nlocs : 0) + (size_t)m->labels->count + 1;
+    g->fn_of_key = malloc(g->nkeys * sizeof *g->fn_of_key);
+    if (!g->fn_of_key)
+        return ST_ENOMEM;
+    memset(g->fn_of_key, 0xff, g->nkeys * sizeof *g->fn_of_key);
+    uint32_t *afn = NULL, *ae = NULL, capfn = 0, cape = 0;
+    int rc = 0;
+    for (size_t i = 0; i < m->nthreads && rc == 0; i++) {
+        const st_model_thread_t *th = &m->threads[i];
+        if (rank >= 0 && (!th->has_rank || th->rank != (uint32_t)rank))
+            continue;
+        rc = fold_tree(g, m, th->tree, &afn, &capfn, &ae, &cape);
+    }
+    free(afn);
+    free(ae);
+    if (rc < 0) {
+        st_fgraph_free(g);
+        return rc;
+    }
+    /* Own time never exceeds cumulative time; summed in a different order, the
+     * doubles can disagree in the last bit, which pstats readers check. */
+    for (uint32_t f = 0; f < g->nfns; f++)
+        if (g->fns[f].ct < g->fns[f].tt)
+            g->fns[f].ct = g->fns[f].tt;
+    for (uint32_t e = 0; e < g->nedges; e++)
+        if (g->edges[e].ct < g->edges[e].tt)
+            g->edges[e].ct = g->edges[e].tt;
+    for (uint32_t f = 0; f < g->nfns; f++) {
+        g->total_tt += g->fns[f].tt;
+        if (g->fns[f].ct > g->max_ct)
+            g->max_ct = g->fns[f].ct;
+    }
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+void st_fgraph_name(const st_fgraph_t *g, const st_model_t *m, uint32_t fn, int qualified,
+                    st_strbuf_t *out)
+{
+    const st_fnode_t *f = &g->fns[fn];
+    if (f->loc == ST_LOC_NONE) {
+        st_strbuf_puts(out, st_intern_str(m->labels, f->label));
+        return;
+    }
+    const st_loc_t *l = st_loctab_get(m->locs, f->loc);
+    const char *file = st_loctab_str(m->locs, l->file);
+    const char *name = st_loctab_str(m->locs, l->name);
+    if (!qualified || strcmp(file, "~") == 0) {
+        st_strbuf_puts(out, name);
+        return;
+    }
+    /* gprof2dot's pstats names: module (base name without extension):line:name */
+    const char *b = base_name(file);
+    const char *dot = strrchr(b, '.');
+    st_strbuf_add(out, b, dot && dot != b ? (size_t)(dot - b) : strlen(b));
+    st_strbuf_printf(out, ":%d:", (int)l->line);
+    st_strbuf_puts(out, name);
+}
+
+int st_tree_values(const st_model_t *m, const st_calltree_t *t, double **incl, double **self)
+{
+    int timer = st_model_timer(m);
+    double *in = malloc((size_t)t->nnodes * sizeof *in);
+    double *se = malloc((size_t)t->nnodes * sizeof *se);
+    if (!in || !se) {
+        free(in);
+        free(se);
+        return ST_ENOMEM;
+    }
+    in[0] = se[0] = 0.0;
+    if (timer >= 0) {
+        double k = m->ns_per_tick[timer];
+        for (uint32_t i = 1; i < t->nnodes; i++) {
+            in[i] = (double)t->nodes[i].acc[timer].sum * k;
+            se[i] = (double)t->nodes[i].acc[timer].self * k;
+        }
+    } else {
+        for (uint32_t i = 1; i < t->nnodes; i++)
+            in[i] = se[i] = (double)t->nodes[i].count;
+        /* children come after their parent: add each subtree upwards, last first */
+        for (uint32_t i = t->nnodes - 1; i >= 1; i--) {
+            uint32_t p = t->nodes[i].parent;
+            if (p != 0 && p < i)
+                in[p] += in[i];
+        }
+    }
+    *incl = in;
+    *self = se;
+    return 0;
+}

@@ -1,0 +1,76 @@
+/* The function graph: a profile's call trees folded into functions and the calls
+ * between them, as pstats, callgrind and the dot call graph see a program.
+ *
+ * Design note. A function is a location (file, line, name) when the label has
+ * one (core/loctab.h), else the label itself. Nodes of every thread (or of one
+ * MPI rank) fold into their function; a node under a parent adds to the edge
+ * (parent's function -> its function). Recursion is counted as cProfile counts
+ * it: `nc` is every call, `cc` the primitive ones (the function was not already
+ * running higher up the same path), and the cumulative time `ct` adds only the
+ * outermost call's time, so a recursive function's ct is not counted twice. The
+ * same holds per edge for the pair (caller, callee). One iterative depth-first
+ * walk does it, keeping how many times each function and edge is open on the
+ * current path; no recursion, however deep the tree.
+ *
+ * Times are in nanoseconds of the model's primary timer (wall_clock if measured,
+ * else cpu_clock); a profile that only counted calls has no times (timer -1) and
+ * the writers weigh by calls instead (st_tree_values). */
+#ifndef STRATA_OUTPUT_FGRAPH_H
+#define STRATA_OUTPUT_FGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+#include "core/u64map.h"
+
+typedef struct {
+    uint32_t loc;       /* location id, or ST_LOC_NONE (then `label` names it) */
+    uint32_t label;     /* the first label seen for it */
+    uint64_t nc, cc;    /* calls, primitive calls */
+    double tt, ct;      /* self time, cumulative time (ns) */
+} st_fnode_t;
+
+typedef struct {
+    uint32_t caller, callee;  /* function indices */
+    uint64_t nc, cc;
+    double tt, ct;
+} st_fedge_t;
+
+typedef struct {
+    st_fnode_t *fns;
+    uint32_t nfns, capfns;
+    st_fedge_t *edges;
+    uint32_t nedges, capedges;
+    uint32_t *fn_of_key;      /* key (loc, or nlocs + label) -> function, or NONE */
+    size_t nkeys;
+    st_u64map_t emap;         /* (caller << 32 | callee) -> edge */
+    int timer;                /* calltree timer used, -1: counts only */
+    double total_tt;          /* sum of every function's tt */
+    double max_ct;            /* largest ct */
+} st_fgraph_t;
+
+/* The primary timer of a model: ST_TIMER_WALL, ST_TIMER_CPU or -1. */
+int st_model_timer(const st_model_t *m);
+
+/* Folds the threads of m (only those of MPI rank `rank` when rank >= 0) into g
+ * (uninitialised). Returns 0 or ST_ENOMEM. */
+int st_fgraph_build(st_fgraph_t *g, const st_model_t *m, long rank);
+void st_fgraph_free(st_fgraph_t *g);
+
+/* The function of a node's label (an index into g->fns), or UINT32_MAX. */
+uint32_t st_fgraph_fn_of(const st_fgraph_t *g, const st_model_t *m, uint32_t label);
+
+/* A function's name for people: "name" of its location (with the file's base
+ * name and line in `qualified` mode: "example:3:fib", as gprof2dot writes pstats
+ * functions), or its label. Appended to out. */
+void st_fgraph_name(const st_fgraph_t *g, const st_model_t *m, uint32_t fn, int qualified,
+                    st_strbuf_t *out);
+
+/* Per-node values of one tree for the flame-graph writers: inclusive and self
+ * weight, in ns of the primary timer, or in calls when the profile has no timer
+ * (inclusive = the node's calls plus its descendants'). Arrays of t->nnodes
+ * doubles, owned by the caller (free). Returns 0 or ST_ENOMEM. */
+int st_tree_values(const st_model_t *m, const st_calltree_t *t, double **incl, double **self);
+
+#endif

@@ -1,0 +1,26 @@
+/* The load-balance table of a result that holds several MPI ranks: for each
+ * function, its time on every rank folded into min, max, mean and standard
+ * deviation across ranks, the imbalance, and which ranks did no work in it (Tau's
+ * per-rank view: "only 20 of the 32 ranks are actually doing any work").
+ *
+ * The time of a function on a rank is its cumulative time (output/fgraph.h: own
+ * time plus what it called, recursion counted once) over all that rank's
+ * threads. A rank did no work in a function when the function never ran there.
+ * Imbalance is (max - mean) / max: 0 % when every rank takes as long, near
+ * 100 % when one rank does all the work. Ranks with no work count as 0 in min,
+ * mean and stddev. Rows are sorted by max, the time the slowest rank spent. A
+ * first line says how many ranks did any work at all. */
+#ifndef STRATA_OUTPUT_LOADBAL_H
+#define STRATA_OUTPUT_LOADBAL_H
+
+#include "core/model.h"
+#include "core/strbuf.h"
+
+/* The number of distinct ranks among m's threads (0 when none has a rank). */
+uint32_t st_model_count_ranks(const st_model_t *m);
+
+/* Appends the table to out (times in seconds with `precision` decimals).
+ * Returns 0, or ST_ENOMEM. A model without ranks gets a one-line note. */
+int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision);
+
+#endif

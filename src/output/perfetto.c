@@ -1,0 +1,363 @@
+/* trace.pftrace: Perfetto's protobuf trace format, written directly.
+ *
+ * Layout. Sequence 1 carries a clock snapshot (CLOCK_MONOTONIC and BOOTTIME read
+ * together), the metadata (trace_attributes) and every track descriptor: one
+ * process track, one thread track per thread (pid, tid, name), one counter track
+ * per sampled metric. Each thread's events then go on a sequence of their own
+ * (2, 3, ...): its first packet clears the incremental state, sets the defaults
+ * (timestamps on clock 64, events on the thread's track) and defines clock 64 as
+ * incremental nanoseconds, so each later packet carries only the delta since the
+ * previous one; names are interned in the first packet that uses them
+ * (interned_data.event_names, iid = label + 1) and every packet that relies on
+ * that state says so (SEQ_NEEDS_INCREMENTAL_STATE). The counters go on the last
+ * sequence the same way. A begin costs about 15 bytes, an end about 12.
+ *
+ * Field numbers are those of perfetto_trace.proto (protos/perfetto/trace). */
+#include "output/perfetto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/pb.h"
+
+/* TracePacket */
+#define PKT_CLOCK_SNAPSHOT 6
+#define PKT_TIMESTAMP 8
+#define PKT_SEQ_ID 10
+#define PKT_TRACK_EVENT 11
+#define PKT_INTERNED 12
+#define PKT_SEQ_FLAGS 13
+#define PKT_DEFAULTS 59
+#define PKT_TIMESTAMP_CLOCK 58
+#define PKT_TRACK_DESCRIPTOR 60
+#define PKT_FIRST_ON_SEQ 87
+#define PKT_ATTRIBUTES 126
+#define SEQ_CLEARED 1
+#define SEQ_NEEDS 2
+/* TrackEvent */
+#define TE_TYPE 9
+#define TE_NAME_IID 10
+#define TE_TRACK_UUID 11
+#define TE_DOUBLE_COUNTER 44
+#define TE_BEGIN 1
+#define TE_END 2
+#define TE_COUNTER 4
+/* clocks */
+#define CLOCK_MONOTONIC_ID 3
+#define CLOCK_BOOTTIME_ID 6
+#define CLOCK_SEQ_INCREMENTAL 64
+
+typedef struct {
+    FILE *f;
+    st_strbuf_t out;   /* pending bytes of the file */
+    st_strbuf_t pkt;   /* the packet being built */
+    st_strbuf_t a, b, c; /* nested messages */
+    uint64_t written;
+    int error;
+} writer_t;
+
+/* A varint into p (at most 10 bytes); returns its length. */
+static size_t put_varint(char *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (char)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (char)v;
+    return n;
+}
+
+static void flush_out(writer_t *w, int force)
+{
+    if (w->out.len < (1u << 20) && !force)
+        return;
+    if (w->out.failed)
+        w->error = 1;
+    if (w->out.len && fwrite(w->out.data, 1, w->out.len, w->f) != w->out.len)
+        w->error = 1;
+    w->written += w->out.len;
+    st_strbuf_reset(&w->out);
+}
+
+/* Appends the packet built in w->pkt to the trace (Trace.packet = 1). */
+static void emit(writer_t *w)
+{
+    st_pb_msg(&w->out, 1, &w->pkt);
+    st_strbuf_reset(&w->pkt);
+    flush_out(w, 0);
+}
+
+static uint64_t process_uuid(const st_timeline_t *m) { return 0x5354520000000000ull | (uint64_t)m->pid << 8; }
+static uint64_t thread_uuid(const st_timeline_t *m, size_t i) { return process_uuid(m) + 0x10000 + i; }
+static uint64_t counter_uuid(const st_timeline_t *m, size_t k) { return process_uuid(m) + 0x20000 + k; }
+
+static void write_clock_snapshot(writer_t *w, const st_timeline_t *m)
+{
+    st_strbuf_t *snap = &w->a, *clock = &w->b;
+    st_strbuf_reset(snap);
+    st_strbuf_reset(clock);
+    st_pb_uint(clock, 1, CLOCK_MONOTONIC_ID);
+    st_pb_uint(clock, 2, m->base_mono_ns);
+    st_pb_msg(snap, 1, clock);
+    st_strbuf_reset(clock);
+    st_pb_uint(clock, 1, CLOCK_BOOTTIME_ID);
+    st_pb_uint(clock, 2, m->base_boot_ns);
+    st_pb_msg(snap, 1, clock);
+    st_pb_uint(snap, 2, CLOCK_BOOTTIME_ID); /* primary_trace_clock */
+    st_pb_uint(&w->pkt, PKT_SEQ_ID, 1);
+    st_pb_msg(&w->pkt, PKT_CLOCK_SNAPSHOT, snap);
+    emit(w);
+}
+
+static void write_attributes(writer_t *w, const st_timeline_t *m)
+{
+    if (!m->nattrs)
+        return;
+    st_strbuf_t *attrs = &w->a, *attr = &w->b;
+    st_strbuf_reset(attrs);
+    for (size_t i = 0; i < m->nattrs; i++) {
+        st_strbuf_reset(attr);
+        st_pb_str(attr, 1, m->attr_keys[i]);
+        st_pb_str(attr, 3, m->attr_values[i]);
+        st_pb_msg(attrs, 1, attr);
+    }
+    st_pb_uint(&w->pkt, PKT_SEQ_ID, 1);
+    st_pb_msg(&w->pkt, PKT_ATTRIBUTES, attrs);
+    emit(w);
+}
+
+/* A track descriptor packet on sequence 1, stamped with CLOCK_MONOTONIC. */
+static void emit_descriptor(writer_t *w, const st_timeline_t *m, const st_strbuf_t *desc)
+{
+    st_pb_uint(&w->pkt, PKT_TIMESTAMP, m->base_mono_ns);
+    st_pb_uint(&w->pkt, PKT_TIMESTAMP_CLOCK, CLOCK_MONOTONIC_ID);
+    st_pb_uint(&w->pkt, PKT_SEQ_ID, 1);
+    st_pb_msg(&w->pkt, PKT_TRACK_DESCRIPTOR, desc);
+    emit(w);
+}
+
+static void write_descriptors(writer_t *w, const st_timeline_t *m)
+{
+    st_strbuf_t *desc = &w->a, *inner = &w->b;
+    st_strbuf_reset(desc);
+    st_strbuf_reset(inner);
+    st_pb_int(inner, 1, m->pid);
+    st_pb_str(inner, 6, m->process_name ? m->process_name : "python");
+    st_pb_uint(desc, 1, process_uuid(m));
+    st_pb_msg(desc, 3, inner);
+    emit_descriptor(w, m, desc);
+
+    for (size_t i = 0; i < m->nthreads; i++) {
+        const st_timeline_thread_t *th = &m->threads[i];
+        st_strbuf_reset(desc);
+        st_strbuf_reset(inner);
+        st_pb_int(inner, 1, m->pid);
+        st_pb_int(inner, 2, (int64_t)th->tid);
+        st_pb_str(inner, 5, th->name && *th->name ? th->name : "thread");
+        st_pb_uint(desc, 1, thread_uuid(m, i));
+        st_pb_uint(desc, 5, process_uuid(m));
+        st_pb_msg(desc, 4, inner);
+        emit_descriptor(w, m, desc);
+    }
+    for (size_t k = 0; k < m->ncounters; k++) {
+        const st_timeline_counter_t *c = &m->counters[k];
+        st_strbuf_reset(desc);
+        st_strbuf_reset(inner);
+        if (strcmp(c->units, "bytes") == 0)
+            st_pb_uint(inner, 3, 3); /* UNIT_SIZE_BYTES */
+        else if (strcmp(c->units, "count") == 0)
+            st_pb_uint(inner, 3, 2); /* UNIT_COUNT */
+        else
+            st_pb_str(inner, 6, c->units); /* unit_name */
+        st_pb_uint(desc, 1, counter_uuid(m, k));
+        st_pb_uint(desc, 5, process_uuid(m));
+        st_pb_str(desc, 2, c->name);
+        st_pb_msg(desc, 8, inner);
+        emit_descriptor(w, m, desc);
+    }
+}
+
+/* The first packet of a sequence: clears the state, sets the defaults and makes
+ * clock 64 count nanoseconds from `t0` incrementally. */
+static void start_sequence(writer_t *w, uint32_t seq, uint64_t track, uint64_t t0)
+{
+    st_strbuf_t *x = &w->a, *y = &w->b, *z = &w->c;
+    st_pb_uint(&w->pkt, PKT_SEQ_ID, seq);
+    st_pb_uint(&w->pkt, PKT_SEQ_FLAGS, SEQ_CLEARED);
+    st_pb_uint(&w->pkt, PKT_FIRST_ON_SEQ, 1);
+    st_strbuf_reset(x);
+    st_strbuf_reset(y);
+    st_pb_uint(x, PKT_TIMESTAMP_CLOCK, CLOCK_SEQ_INCREMENTAL);
+    if (track) {
+        st_pb_uint(y, 11, track); /* TrackEventDefaults.track_uuid */
+        st_pb_msg(x, 11, y);      /* TracePacketDefaults.track_event_defaults */
+    }
+    st_pb_msg(&w->pkt, PKT_DEFAULTS, x);
+    st_strbuf_reset(x);
+    st_strbuf_reset(y);
+    st_strbuf_reset(z);
+    st_pb_uint(y, 1, CLOCK_MONOTONIC_ID);
+    st_pb_uint(y, 2, t0);
+    st_pb_msg(x, 1, y);
+    st_pb_uint(z, 1, CLOCK_SEQ_INCREMENTAL);
+    st_pb_uint(z, 2, t0);
+    st_pb_uint(z, 3, 1); /* is_incremental */
+    st_pb_msg(x, 1, z);
+    st_pb_msg(&w->pkt, PKT_CLOCK_SNAPSHOT, x);
+    emit(w);
+}
+
+static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t *events)
+{
+    const st_timeline_thread_t *th = &m->threads[i];
+    uint32_t seq = 2 + (uint32_t)i;
+    uint8_t *interned = calloc(m->labels->count ? m->labels->count : 1, 1);
+    if (!interned)
+        return -1;
+    uint64_t prev = m->base_mono_ns;
+    start_sequence(w, seq, thread_uuid(m, i), prev);
+    st_trace_reader_t r;
+    st_trace_reader_init(&r, th->trace);
+    const st_tevent_t *e;
+    st_strbuf_t *te = &w->a, *names = &w->b, *name = &w->c;
+    /* Each event packet's fixed bytes, but for the sequence id, are known. */
+    char seqbytes[10];
+    size_t nseq = put_varint(seqbytes, seq);
+    while ((e = st_trace_next(&r)) != NULL) {
+        uint64_t ns = st_timeline_ns(m, e->ticks);
+        if (ns < prev)
+            ns = prev; /* clock calibration never runs time backwards */
+        if (e->kind != ST_TEV_BEGIN || e->label >= m->labels->count || interned[e->label]) {
+            /* The common case, encoded in place:
+             * TracePacket{timestamp, seq id, flags, track_event{type[, name_iid]}} */
+            char pkt[48], *p = pkt + 2;
+            *p++ = (char)(PKT_TIMESTAMP << 3);
+            p += put_varint(p, ns - prev);
+            *p++ = (char)(PKT_SEQ_ID << 3);
+            memcpy(p, seqbytes, nseq);
+            p += nseq;
+            *p++ = (char)(PKT_SEQ_FLAGS << 3);
+            *p++ = SEQ_NEEDS;
+            *p++ = (char)((PKT_TRACK_EVENT << 3) | 2);
+            char *len = p++;
+            *p++ = (char)(TE_TYPE << 3);
+            *p++ = e->kind == ST_TEV_BEGIN ? TE_BEGIN : TE_END;
+            if (e->kind == ST_TEV_BEGIN) {
+                *p++ = (char)(TE_NAME_IID << 3);
+                p += put_varint(p, (uint64_t)e->label + 1);
+            }
+            *len = (char)(p - len - 1);
+            pkt[0] = 0x0A; /* Trace.packet */
+            pkt[1] = (char)(p - pkt - 2);
+            st_strbuf_add(&w->out, pkt, (size_t)(p - pkt));
+            flush_out(w, 0);
+            prev = ns;
+            (*events)++;
+            continue;
+        }
+        st_strbuf_reset(te);
+        st_pb_uint(&w->pkt, PKT_TIMESTAMP, ns - prev);
+        prev = ns;
+        st_pb_uint(&w->pkt, PKT_SEQ_ID, seq);
+        st_pb_uint(&w->pkt, PKT_SEQ_FLAGS, SEQ_NEEDS);
+        if (e->kind == ST_TEV_BEGIN) {
+            st_pb_uint(te, TE_TYPE, TE_BEGIN);
+            st_pb_uint(te, TE_NAME_IID, (uint64_t)e->label + 1);
+            if (e->label < m->labels->count && !interned[e->label]) {
+                interned[e->label] = 1;
+                st_strbuf_reset(names);
+                st_strbuf_reset(name);
+                st_pb_uint(name, 1, (uint64_t)e->label + 1);
+                st_pb_str(name, 2, st_intern_str(m->labels, e->label));
+                st_pb_msg(names, 2, name); /* InternedData.event_names */
+                st_pb_msg(&w->pkt, PKT_INTERNED, names);
+            }
+        } else {
+            st_pb_uint(te, TE_TYPE, TE_END);
+        }
+        st_pb_msg(&w->pkt, PKT_TRACK_EVENT, te);
+        emit(w);
+        (*events)++;
+    }
+    free(interned);
+    return r.error ? -1 : 0;
+}
+
+static void write_counters(writer_t *w, const st_timeline_t *m, uint64_t *events)
+{
+    if (!m->ncounters)
+        return;
+    uint32_t seq = 2 + (uint32_t)m->nthreads;
+    uint64_t prev = m->base_mono_ns;
+    start_sequence(w, seq, 0, prev);
+    /* Samples of all counters in time order (each counter's are sorted). */
+    size_t *next = calloc(m->ncounters, sizeof *next);
+    if (!next) {
+        w->error = 1;
+        return;
+    }
+    st_strbuf_t *te = &w->a;
+    for (;;) {
+        size_t best = m->ncounters;
+        for (size_t k = 0; k < m->ncounters; k++)
+            if (next[k] < m->counters[k].n &&
+                (best == m->ncounters ||
+                 m->counters[k].ns[next[k]] < m->counters[best].ns[next[best]]))
+                best = k;
+        if (best == m->ncounters)
+            break;
+        const st_timeline_counter_t *c = &m->counters[best];
+        uint64_t ns = c->ns[next[best]];
+        if (ns < prev)
+            ns = prev;
+        st_strbuf_reset(te);
+        st_pb_uint(te, TE_TYPE, TE_COUNTER);
+        st_pb_uint(te, TE_TRACK_UUID, counter_uuid(m, best));
+        st_pb_double(te, TE_DOUBLE_COUNTER, c->values[next[best]]);
+        st_pb_uint(&w->pkt, PKT_TIMESTAMP, ns - prev);
+        prev = ns;
+        st_pb_uint(&w->pkt, PKT_SEQ_ID, seq);
+        st_pb_uint(&w->pkt, PKT_SEQ_FLAGS, SEQ_NEEDS);
+        st_pb_msg(&w->pkt, PKT_TRACK_EVENT, te);
+        emit(w);
+        next[best]++;
+        (*events)++;
+    }
+    free(next);
+}
+
+int st_perfetto_write(FILE *f, const st_timeline_t *m, st_perfetto_stats_t *stats, st_msg_t *msg)
+{
+    writer_t w;
+    memset(&w, 0, sizeof w);
+    w.f = f;
+    st_strbuf_init(&w.out);
+    st_strbuf_init(&w.pkt);
+    st_strbuf_init(&w.a);
+    st_strbuf_init(&w.b);
+    st_strbuf_init(&w.c);
+    uint64_t slices = 0, samples = 0;
+    int rc = 0;
+    write_clock_snapshot(&w, m);
+    write_attributes(&w, m);
+    write_descriptors(&w, m);
+    for (size_t i = 0; i < m->nthreads && rc == 0; i++)
+        if (write_thread(&w, m, i, &slices) < 0)
+            rc = st_msg_set(msg, ST_EIO, "cannot read back the timeline of thread %zu", i);
+    write_counters(&w, m, &samples);
+    flush_out(&w, 1);
+    if (rc == 0 && (w.error || w.pkt.failed || w.a.failed || w.b.failed || w.c.failed))
+        rc = st_msg_set(msg, ST_EIO, "cannot write the trace");
+    if (stats) {
+        stats->bytes = w.written;
+        stats->slice_events = slices;
+        stats->counter_events = samples;
+    }
+    st_strbuf_free(&w.out);
+    st_strbuf_free(&w.pkt);
+    st_strbuf_free(&w.a);
+    st_strbuf_free(&w.b);
+    st_strbuf_free(&w.c);
+    return rc;
+}

@@ -1,0 +1,175 @@
+#include "output/pstats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "output/fgraph.h"
+
+/* marshal type codes (Python/marshal.c) */
+#define TYPE_NULL '0'
+#define TYPE_INT 'i'
+#define TYPE_LONG 'l'
+#define TYPE_BINARY_FLOAT 'g'
+#define TYPE_UNICODE 'u'
+#define TYPE_SMALL_TUPLE ')'
+#define TYPE_DICT '{'
+
+static void put_u32(st_strbuf_t *out, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    st_strbuf_add(out, (const char *)b, 4);
+}
+
+static void put_int(st_strbuf_t *out, uint64_t v)
+{
+    if (v <= 0x7fffffff) {
+        st_strbuf_putc(out, TYPE_INT);
+        put_u32(out, (uint32_t)v);
+        return;
+    }
+    /* a long: 15-bit digits, least significant first */
+    unsigned char digits[2 * 5];
+    uint32_t n = 0;
+    while (v) {
+        uint16_t d = (uint16_t)(v & 0x7fff);
+        digits[2 * n] = (unsigned char)d;
+        digits[2 * n + 1] = (unsigned char)(d >> 8);
+        n++;
+        v >>= 15;
+    }
+    st_strbuf_putc(out, TYPE_LONG);
+    put_u32(out, n);
+    st_strbuf_add(out, (const char *)digits, 2 * n);
+}
+
+static void put_float(st_strbuf_t *out, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    st_strbuf_putc(out, TYPE_BINARY_FLOAT);
+    put_u32(out, (uint32_t)bits);
+    put_u32(out, (uint32_t)(bits >> 32));
+}
+
+/* A str: valid UTF-8 only (marshal refuses anything else), bad bytes as U+FFFD. */
+static void put_str(st_strbuf_t *out, const char *s)
+{
+    st_strbuf_t tmp;
+    st_strbuf_init(&tmp);
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = 1;
+        if (*p >= 0x80) {
+            n = (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+            for (size_t i = 1; i < n; i++)
+                if ((p[i] & 0xC0) != 0x80)
+                    n = 0;
+            if (n == 2 && *p < 0xC2)
+                n = 0;
+            if (n == 3) {
+                unsigned cp = ((p[0] & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+                if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))
+                    n = 0;
+            }
+            if (n == 4) {
+                unsigned cp = ((p[0] & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12);
+                if (cp < 0x10000 || cp > 0x10FFFF)
+                    n = 0;
+            }
+        }
+        if (n == 0) {
+            st_strbuf_puts(&tmp, "\xEF\xBF\xBD");
+            p++;
+        } else {
+            st_strbuf_add(&tmp, (const char *)p, n);
+            p += n;
+        }
+    }
+    st_strbuf_putc(out, TYPE_UNICODE);
+    put_u32(out, (uint32_t)tmp.len);
+    st_strbuf_add(out, tmp.data ? tmp.data : "", tmp.len);
+    if (tmp.failed)
+        out->failed = 1;
+    st_strbuf_free(&tmp);
+}
+
+static void put_key(st_strbuf_t *out, const st_fgraph_t *g, const st_model_t *m, uint32_t fn)
+{
+    const st_fnode_t *f = &g->fns[fn];
+    st_strbuf_putc(out, TYPE_SMALL_TUPLE);
+    st_strbuf_putc(out, 3);
+    if (f->loc == ST_LOC_NONE) {
+        put_str(out, "~");
+        put_int(out, 0);
+        put_str(out, st_intern_str(m->labels, f->label));
+        return;
+    }
+    const st_loc_t *l = st_loctab_get(m->locs, f->loc);
+    put_str(out, st_loctab_str(m->locs, l->file));
+    put_int(out, (uint64_t)(l->line < 0 ? 0 : l->line));
+    put_str(out, st_loctab_str(m->locs, l->name));
+}
+
+int st_pstats_write(st_strbuf_t *out, const st_model_t *m)
+{
+    st_fgraph_t g;
+    int rc = st_fgraph_build(&g, m, -1);
+    if (rc < 0)
+        return rc;
+    /* edges grouped by callee (a counting sort) */
+    uint32_t *start = calloc((size_t)g.nfns + 1, sizeof *start);
+    uint32_t *order = malloc(((size_t)g.nedges + 1) * sizeof *order);
+    if (!start || !order) {
+        free(start);
+        free(order);
+        st_fgraph_free(&g);
+        return ST_ENOMEM;
+    }
+    for (uint32_t e = 0; e < g.nedges; e++)
+        start[g.edges[e].callee + 1]++;
+    for (uint32_t f = 0; f < g.nfns; f++)
+        start[f + 1] += start[f];
+    uint32_t *fill = calloc((size_t)g.nfns + 1, sizeof *fill);
+    if (!fill) {
+        free(start);
+        free(order);
+        st_fgraph_free(&g);
+        return ST_ENOMEM;
+    }
+    for (uint32_t e = 0; e < g.nedges; e++) {
+        uint32_t c = g.edges[e].callee;
+        order[start[c] + fill[c]++] = e;
+    }
+    free(fill);
+
+    st_strbuf_putc(out, TYPE_DICT);
+    for (uint32_t f = 0; f < g.nfns; f++) {
+        const st_fnode_t *fn = &g.fns[f];
+        put_key(out, &g, m, f);
+        st_strbuf_putc(out, TYPE_SMALL_TUPLE);
+        st_strbuf_putc(out, 5);
+        put_int(out, fn->cc);
+        put_int(out, fn->nc);
+        put_float(out, fn->tt * 1e-9);
+        put_float(out, fn->ct * 1e-9);
+        st_strbuf_putc(out, TYPE_DICT);
+        for (uint32_t i = start[f]; i < start[f + 1]; i++) {
+            const st_fedge_t *e = &g.edges[order[i]];
+            put_key(out, &g, m, e->caller);
+            st_strbuf_putc(out, TYPE_SMALL_TUPLE);
+            st_strbuf_putc(out, 4);
+            put_int(out, e->nc);
+            put_int(out, e->cc);
+            put_float(out, e->tt * 1e-9);
+            put_float(out, e->ct * 1e-9);
+        }
+        st_strbuf_putc(out, TYPE_NULL);
+    }
+    st_strbuf_putc(out, TYPE_NULL);
+    free(start);
+    free(order);
+    st_fgraph_free(&g);
+    return out->failed ? ST_ENOMEM : 0;
+}

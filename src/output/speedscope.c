@@ -1,0 +1,146 @@
+#include "output/speedscope.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "output/fgraph.h"
+
+static void put_event(st_strbuf_t *out, int *first, char type, uint32_t frame, double at)
+{
+    st_strbuf_printf(out, "%s{\"type\":\"%c\",\"frame\":%u,\"at\":%.0f}", *first ? "" : ",", type,
+                     frame, at);
+    *first = 0;
+}
+
+int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
+{
+    int timer = st_model_timer(m);
+    /* frames: one per label used, in order of first use */
+    uint32_t nlabels = m->labels->count;
+    uint32_t *frame_of = malloc(((size_t)nlabels + 1) * sizeof *frame_of);
+    uint32_t *labels = malloc(((size_t)nlabels + 1) * sizeof *labels);
+    if (!frame_of || !labels) {
+        free(frame_of);
+        free(labels);
+        return ST_ENOMEM;
+    }
+    memset(frame_of, 0xff, ((size_t)nlabels + 1) * sizeof *frame_of);
+    uint32_t nframes = 0;
+    for (size_t ti = 0; ti < m->nthreads; ti++) {
+        const st_calltree_t *t = m->threads[ti].tree;
+        for (uint32_t i = 1; i < t->nnodes; i++) {
+            uint32_t l = t->nodes[i].label;
+            if (l < nlabels && frame_of[l] == UINT32_MAX) {
+                frame_of[l] = nframes;
+                labels[nframes++] = l;
+            }
+        }
+    }
+    st_strbuf_puts(out, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+                        "\"exporter\":\"strata " STRATA_VERSION "\",\"name\":");
+    st_strbuf_json_string(out, name ? name : "strata profile");
+    st_strbuf_puts(out, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
+    for (uint32_t f = 0; f < nframes; f++) {
+        st_strbuf_puts(out, f ? ",{\"name\":" : "{\"name\":");
+        st_strbuf_json_string(out, st_intern_str(m->labels, labels[f]));
+        uint32_t loc = st_loctab_of(m->locs, labels[f]);
+        if (loc != ST_LOC_NONE) {
+            const st_loc_t *l = st_loctab_get(m->locs, loc);
+            const char *file = st_loctab_str(m->locs, l->file);
+            if (strcmp(file, "~") != 0) {
+                st_strbuf_puts(out, ",\"file\":");
+                st_strbuf_json_string(out, file);
+                st_strbuf_printf(out, ",\"line\":%d", (int)l->line);
+            }
+        }
+        st_strbuf_putc(out, '}');
+    }
+    st_strbuf_puts(out, "]},\"profiles\":[");
+    int rc = 0;
+    for (size_t ti = 0; ti < m->nthreads && rc == 0; ti++) {
+        const st_model_thread_t *th = &m->threads[ti];
+        const st_calltree_t *t = th->tree;
+        double *incl, *self;
+        if (st_tree_values(m, t, &incl, &self) < 0) {
+            rc = ST_ENOMEM;
+            break;
+        }
+        double *start = malloc((size_t)t->nnodes * sizeof *start);
+        double *next = malloc((size_t)t->nnodes * sizeof *next);
+        if (!start || !next) {
+            free(start);
+            free(next);
+            free(incl);
+            free(self);
+            rc = ST_ENOMEM;
+            break;
+        }
+        double end_all = 0;
+        for (uint32_t c = t->nodes[0].first_child; c != ST_NODE_NONE; c = t->nodes[c].next_sibling)
+            end_all += incl[c];
+        st_strbuf_puts(out, ti ? ",{\"type\":\"evented\",\"name\":" : "{\"type\":\"evented\",\"name\":");
+        st_strbuf_t title;
+        st_strbuf_init(&title);
+        if (th->has_rank)
+            st_strbuf_printf(&title, "rank %u ", th->rank);
+        st_strbuf_printf(&title, "thread %u", th->index);
+        if (th->name && *th->name)
+            st_strbuf_printf(&title, " (%s)", th->name);
+        st_strbuf_json_string(out, st_strbuf_cstr(&title));
+        st_strbuf_free(&title);
+        st_strbuf_t ev;
+        st_strbuf_init(&ev);
+        int first = 1;
+        double at = 0;
+        uint32_t n = t->nodes[0].first_child;
+        while (n != ST_NODE_NONE) {
+            const st_node_t *nd = &t->nodes[n];
+            start[n] = at;
+            next[n] = at;
+            put_event(&ev, &first, 'O', frame_of[nd->label], at);
+            if (nd->first_child != ST_NODE_NONE) {
+                n = nd->first_child;
+                continue;
+            }
+            for (;;) {
+                /* close n: at its start plus its time, after its last child */
+                double end = start[n] + incl[n];
+                if (end < next[n])
+                    end = next[n];
+                put_event(&ev, &first, 'C', frame_of[t->nodes[n].label], end);
+                uint32_t p = t->nodes[n].parent;
+                if (p != 0)
+                    next[p] = end;
+                at = end;
+                if (t->nodes[n].next_sibling != ST_NODE_NONE) {
+                    n = t->nodes[n].next_sibling;
+                    break;
+                }
+                n = p;
+                if (n == 0) {
+                    n = ST_NODE_NONE;
+                    break;
+                }
+                at = next[n];
+            }
+        }
+        if (at > end_all)
+            end_all = at;
+        st_strbuf_printf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%.0f,\"events\":[",
+                         timer >= 0 ? "nanoseconds" : "none", end_all);
+        st_strbuf_add(out, ev.data ? ev.data : "", ev.len);
+        if (ev.failed)
+            out->failed = 1;
+        st_strbuf_free(&ev);
+        st_strbuf_puts(out, "]}");
+        free(start);
+        free(next);
+        free(incl);
+        free(self);
+    }
+    st_strbuf_puts(out, "]}\n");
+    free(frame_of);
+    free(labels);
+    return rc < 0 ? rc : out->failed ? ST_ENOMEM : 0;
+}

@@ -1,0 +1,18 @@
+/* speedscope's own JSON file format (https://www.speedscope.app/file-format-schema.json):
+ * one "evented" profile per thread (per rank and thread for merged MPI ranks), whose
+ * open/close events lay each call path out on a time line as long as its time,
+ * children one after another in the order they were first called. That is the
+ * call tree drawn to scale (speedscope's left-heavy and sandwich views are exact;
+ * the time order within a parent is the order of first calls, not of every call).
+ * Frames are shared: one per label, with file and line where known. Units are
+ * nanoseconds, or "none" (calls) for a profile that only counted calls. */
+#ifndef STRATA_OUTPUT_SPEEDSCOPE_H
+#define STRATA_OUTPUT_SPEEDSCOPE_H
+
+#include "core/model.h"
+#include "core/strbuf.h"
+
+/* Appends the document to out; `name` titles it. Returns 0 or ST_ENOMEM. */
+int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name);
+
+#endif

@@ -1,0 +1,53 @@
+/* What the timeline writers (Perfetto, Chrome JSON) read: every thread's events,
+ * the counter tracks of the process sampler, and how to turn ticks into time.
+ * Built by the session once recording has stopped; nothing here is owned. */
+#ifndef STRATA_OUTPUT_TIMELINE_H
+#define STRATA_OUTPUT_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/intern.h"
+#include "core/trace.h"
+
+typedef struct {
+    const st_trace_t *trace;
+    uint32_t index;          /* |N>>> in the tables */
+    uint64_t tid;
+    const char *name;
+} st_timeline_thread_t;
+
+typedef struct {
+    const char *name;        /* "memory.rss" */
+    const char *units;       /* "bytes", "count", "%", "MHz", "s", "W", "C" */
+    size_t n;                /* samples */
+    const uint64_t *ns;      /* CLOCK_MONOTONIC nanoseconds of each sample */
+    const double *values;
+} st_timeline_counter_t;
+
+typedef struct {
+    const st_intern_t *labels;
+    const st_timeline_thread_t *threads;
+    size_t nthreads;
+    const st_timeline_counter_t *counters;
+    size_t ncounters;
+    long pid;
+    const char *process_name;
+    double ns_per_tick;      /* ticks -> ns */
+    uint64_t base_ticks;     /* a tick reading ... */
+    uint64_t base_mono_ns;   /* ... and CLOCK_MONOTONIC at the same moment */
+    uint64_t base_boot_ns;   /* CLOCK_BOOTTIME at the same moment */
+    const char *const *attr_keys;   /* metadata: key/value pairs */
+    const char *const *attr_values;
+    size_t nattrs;
+} st_timeline_t;
+
+/* CLOCK_MONOTONIC nanoseconds of a tick reading. */
+static inline uint64_t st_timeline_ns(const st_timeline_t *m, uint64_t ticks)
+{
+    double d = (double)(int64_t)(ticks - m->base_ticks) * m->ns_per_tick;
+    double ns = (double)m->base_mono_ns + d;
+    return ns < 0 ? 0 : (uint64_t)(ns + 0.5);
+}
+
+#endif

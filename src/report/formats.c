@@ -1,0 +1,334 @@
+#include "report/formats.h"
+
+#include "core/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/components.h"
+#include "input/merge.h"
+#include "output/callgrind.h"
+#include "output/folded.h"
+#include "output/html.h"
+#include "output/json.h"
+#include "output/loadbal.h"
+#include "output/pstats.h"
+#include "output/speedscope.h"
+#include "output/table.h"
+
+extern char **environ;
+
+static const struct {
+    const char *name, *stem, *ext;
+} formats[ST_NFORMATS] = {
+    [ST_FMT_TEXT] = {"text", "", ".txt"},
+    [ST_FMT_JSON] = {"json", "profile", ".json"},
+    [ST_FMT_PSTATS] = {"pstats", "profile", ".prof"},
+    [ST_FMT_DOT] = {"dot", "callgraph", ".dot"},
+    [ST_FMT_PNG] = {"png", "callgraph", ".png"},
+    [ST_FMT_SVG] = {"svg", "callgraph", ".svg"},
+    [ST_FMT_FOLDED] = {"folded", "profile", ".folded"},
+    [ST_FMT_SPEEDSCOPE] = {"speedscope", "profile", ".speedscope.json"},
+    [ST_FMT_CALLGRIND] = {"callgrind", "callgrind.out", ""},
+    [ST_FMT_HTML] = {"html", "report", ".html"},
+};
+
+void st_report_opts_init(st_report_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    st_dot_opts_t d = ST_DOT_OPTS_DEFAULT;
+    o->dot = d;
+    o->precision = 6;
+}
+
+int st_format_find(const char *name)
+{
+    for (int i = 0; i < ST_NFORMATS; i++)
+        if (strcmp(formats[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+const char *st_format_name(st_format_t f) { return formats[f].name; }
+
+int st_formats_parse(const char *list, unsigned *mask, st_msg_t *msg)
+{
+    *mask = 0;
+    const char *seps = ", \t";
+    for (const char *p = list; *p;) {
+        p += strspn(p, seps);
+        size_t n = strcspn(p, seps);
+        if (n == 0)
+            break;
+        char word[64];
+        int f = -1;
+        if (n < sizeof word) {
+            memcpy(word, p, n);
+            word[n] = '\0';
+            f = st_format_find(word);
+        }
+        if (f < 0)
+            return st_msg_set(msg, ST_EINVAL,
+                              "unknown format '%.*s' (choose from text, json, pstats, dot, png, "
+                              "svg, folded, speedscope, callgrind, html)",
+                              (int)(n > 64 ? 64 : n), p);
+        *mask |= 1u << f;
+        p += n;
+    }
+    if (!*mask)
+        return st_msg_set(msg, ST_EINVAL, "no output format given");
+    return 0;
+}
+
+void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, size_t size)
+{
+    const char *stem = formats[f].stem;
+    if (f == ST_FMT_TEXT)
+        stem = "wall_clock";
+    if (has_rank)
+        snprintf(buf, size, "%s-%u%s", stem, rank, formats[f].ext);
+    else
+        snprintf(buf, size, "%s%s", stem, formats[f].ext);
+}
+
+
+/* Runs Graphviz's dot on the graph text, reading the image from its output. */
+static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *type,
+                        st_msg_t *msg)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char in_path[PATH_MAX], err_path[PATH_MAX];
+    if (!tmpdir || !*tmpdir)
+        tmpdir = "/tmp";
+    snprintf(in_path, sizeof in_path, "%s/strata-dot-XXXXXX", tmpdir);
+    snprintf(err_path, sizeof err_path, "%s/strata-dot-err-XXXXXX", tmpdir);
+    int in_fd = mkstemp(in_path);
+    if (in_fd < 0)
+        return st_msg_set(msg, ST_EIO, "cannot make a temporary file in %s: %s", tmpdir,
+                          strerror(errno));
+    int err_fd = mkstemp(err_path);
+    if (err_fd < 0) {
+        int e = errno;
+        close(in_fd);
+        unlink(in_path);
+        return st_msg_set(msg, ST_EIO, "cannot make a temporary file in %s: %s", tmpdir,
+                          strerror(e));
+    }
+    int rc = 0;
+    size_t off = 0;
+    while (off < graph->len) {
+        ssize_t w = write(in_fd, graph->data + off, graph->len - off);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR)
+                continue;
+            rc = st_msg_set(msg, ST_EIO, "cannot write a temporary file in %s", tmpdir);
+            break;
+        }
+        off += (size_t)w;
+    }
+    int pipefd[2] = {-1, -1};
+    if (rc == 0 && (lseek(in_fd, 0, SEEK_SET) != 0 || pipe(pipefd) != 0))
+        rc = st_msg_set(msg, ST_EIO, "cannot run dot: %s", strerror(errno));
+    pid_t pid = -1;
+    if (rc == 0) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+        posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+        char targ[16];
+        snprintf(targ, sizeof targ, "-T%s", type);
+        char *argv[] = {"dot", targ, NULL};
+        int e = posix_spawnp(&pid, "dot", &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (e != 0)
+            rc = st_msg_set(msg, ST_EIO,
+                            e == ENOENT ? "cannot make %s: Graphviz's dot command is not installed "
+                                          "(apt-get install graphviz), or use --format dot"
+                                        : "cannot make %s: cannot run Graphviz's dot",
+                            type);
+    }
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+    if (rc == 0) {
+        char buf[65536];
+        for (;;) {
+            ssize_t r = read(pipefd[0], buf, sizeof buf);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            st_strbuf_add(out, buf, (size_t)r);
+        }
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            char line[200] = "";
+            FILE *ef = fopen(err_path, "r");
+            if (ef) {
+                if (!fgets(line, sizeof line, ef))
+                    line[0] = '\0';
+                fclose(ef);
+            }
+            line[strcspn(line, "\n")] = '\0';
+            rc = st_msg_set(msg, ST_EIO, "Graphviz's dot failed to make %s%s%s", type,
+                            *line ? ": " : "", line);
+        }
+    }
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
+    close(in_fd);
+    close(err_fd);
+    unlink(in_path);
+    unlink(err_path);
+    return rc;
+}
+
+/* The ranks of m summed (for the text tables of a multi-rank result). */
+static int tables(st_strbuf_t *out, const st_model_t *m, const st_report_opts_t *o,
+                  int component, st_msg_t *msg)
+{
+    const st_model_t *tm = m;
+    st_profile_t summed;
+    int have_summed = 0;
+    if (st_model_count_ranks(m) > 1) {
+        if (st_merge(&summed, &m, 1, ST_MERGE_SUM_RANKS, msg) < 0)
+            return ST_ENOMEM;
+        have_summed = 1;
+        tm = &summed.model;
+    }
+    int first = 1;
+    for (int c = 0; c < ST_NCOMPONENTS; c++) {
+        if (!(tm->components & (1u << c)) || (component >= 0 && c != component))
+            continue;
+        if (!first)
+            st_strbuf_putc(out, '\n');
+        first = 0;
+        st_table_write(out, tm, (st_component_t)c, o->precision);
+    }
+    if (have_summed)
+        st_profile_free(&summed);
+    return out->failed ? st_msg_set(msg, ST_ENOMEM, "out of memory") : 0;
+}
+
+int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
+                     const st_report_opts_t *o, st_msg_t *msg)
+{
+    int rc = 0;
+    switch (f) {
+    case ST_FMT_TEXT:
+        rc = tables(out, m, o, -1, msg);
+        if (rc == 0 && st_model_count_ranks(m) > 1) {
+            st_strbuf_putc(out, '\n');
+            rc = st_loadbal_write(out, m, o->precision);
+        }
+        break;
+    case ST_FMT_JSON:
+        st_json_write(out, m);
+        break;
+    case ST_FMT_PSTATS:
+        rc = st_pstats_write(out, m);
+        break;
+    case ST_FMT_DOT:
+        rc = st_dot_write(out, m, &o->dot);
+        break;
+    case ST_FMT_PNG:
+    case ST_FMT_SVG: {
+        st_strbuf_t graph;
+        st_strbuf_init(&graph);
+        rc = st_dot_write(&graph, m, &o->dot);
+        if (rc == 0)
+            rc = run_graphviz(out, &graph, f == ST_FMT_PNG ? "png" : "svg", msg);
+        st_strbuf_free(&graph);
+        if (rc < 0 && rc != ST_ENOMEM)
+            return rc;
+        break;
+    }
+    case ST_FMT_FOLDED:
+        rc = st_folded_write(out, m);
+        break;
+    case ST_FMT_SPEEDSCOPE:
+        rc = st_speedscope_write(out, m, o->title);
+        break;
+    case ST_FMT_CALLGRIND:
+        rc = st_callgrind_write(out, m);
+        break;
+    case ST_FMT_HTML:
+        rc = st_html_write(out, m, o->title);
+        break;
+    default:
+        return st_msg_set(msg, ST_EINVAL, "unknown format");
+    }
+    if (rc == 0 && out->failed)
+        rc = ST_ENOMEM;
+    if (rc == ST_ENOMEM)
+        return st_msg_set(msg, ST_ENOMEM, "out of memory rendering %s", st_format_name(f));
+    return rc;
+}
+
+static int write_one(const char *dir, const char *name, const st_strbuf_t *data,
+                     st_strbuf_t *written, st_msg_t *msg)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return st_msg_set(msg, ST_EIO, "path too long in '%s'", dir);
+    int rc = st_fs_write_atomic(path, data->data ? data->data : "", data->len, msg);
+    if (rc == 0 && written)
+        st_strbuf_printf(written, "%s\n", path);
+    return rc;
+}
+
+int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
+                         const st_report_opts_t *o, st_strbuf_t *written, st_msg_t *msg)
+{
+    st_strbuf_t buf;
+    st_strbuf_init(&buf);
+    int rc = 0;
+    char name[128];
+    for (int f = 0; f < ST_NFORMATS && rc == 0; f++) {
+        if (!(mask & (1u << f)))
+            continue;
+        if (f == ST_FMT_TEXT) {
+            for (int c = 0; c < ST_NCOMPONENTS && rc == 0; c++) {
+                if (!(m->components & (1u << c)))
+                    continue;
+                st_strbuf_reset(&buf);
+                rc = tables(&buf, m, o, c, msg);
+                const char *cn = st_component_info((st_component_t)c)->name;
+                if (m->has_rank)
+                    snprintf(name, sizeof name, "%s-%u.txt", cn, m->rank);
+                else
+                    snprintf(name, sizeof name, "%s.txt", cn);
+                if (rc == 0)
+                    rc = write_one(dir, name, &buf, written, msg);
+            }
+            if (rc == 0 && st_model_count_ranks(m) > 1) {
+                st_strbuf_reset(&buf);
+                rc = st_loadbal_write(&buf, m, o->precision);
+                if (rc < 0)
+                    rc = st_msg_set(msg, rc, "out of memory");
+                else
+                    rc = write_one(dir, "load_balance.txt", &buf, written, msg);
+            }
+            continue;
+        }
+        st_strbuf_reset(&buf);
+        rc = st_format_render(&buf, m, (st_format_t)f, o, msg);
+        if (rc == 0) {
+            st_format_file_name((st_format_t)f, m->has_rank, m->rank, name, sizeof name);
+            rc = write_one(dir, name, &buf, written, msg);
+        }
+    }
+    st_strbuf_free(&buf);
+    return rc;
+}

@@ -1,0 +1,79 @@
+/* The output formats, by name: what `strata report --format`, `strata merge
+ * --format` and STRATA_OUTPUT_FORMATS (at the end of a run) choose from.
+ *
+ *   text        the timemory tables, one per component (plus, for a result of
+ *               several MPI ranks, the ranks summed and the load-balance table)
+ *   json        profile.json, the canonical result
+ *   pstats      cProfile's .prof (pstats.Stats, SnakeViz, gprof2dot -f pstats)
+ *   dot/png/svg gprof2dot's call graph (png and svg through Graphviz's dot)
+ *   folded      folded stacks (flamegraph.pl, speedscope)
+ *   speedscope  speedscope's JSON
+ *   callgrind   KCachegrind's callgrind.out
+ *   html        the self-contained HTML report
+ *
+ * In a results folder each format has a fixed file name; a process with an MPI
+ * rank puts the rank in each name (profile-3.json, wall_clock-3.txt). Every file
+ * is written to a temporary name beside it and renamed into place, so a file with
+ * its final name is always whole. */
+#ifndef STRATA_REPORT_FORMATS_H
+#define STRATA_REPORT_FORMATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/model.h"
+#include "core/strbuf.h"
+#include "output/dot.h"
+
+typedef enum {
+    ST_FMT_TEXT,
+    ST_FMT_JSON,
+    ST_FMT_PSTATS,
+    ST_FMT_DOT,
+    ST_FMT_PNG,
+    ST_FMT_SVG,
+    ST_FMT_FOLDED,
+    ST_FMT_SPEEDSCOPE,
+    ST_FMT_CALLGRIND,
+    ST_FMT_HTML,
+    ST_NFORMATS
+} st_format_t;
+
+typedef struct {
+    st_dot_opts_t dot;
+    int precision;          /* decimals in the text tables */
+    const char *title;      /* names the result in html and speedscope */
+} st_report_opts_t;
+
+/* Defaults: gprof2dot's thresholds, 6 decimals. */
+void st_report_opts_init(st_report_opts_t *o);
+
+/* The format named `name`, or -1. */
+int st_format_find(const char *name);
+const char *st_format_name(st_format_t f);
+
+/* Parses a comma- or space-separated list of format names into a bit mask
+ * (1 << st_format_t). ST_EINVAL with a message naming the bad one. */
+int st_formats_parse(const char *list, unsigned *mask, st_msg_t *msg);
+
+/* The file name of format f in a results folder (the rank, when has_rank, goes
+ * before the extension). Text is several files; this gives the first
+ * component's. */
+void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, size_t size);
+
+/* Renders format f of m into out (binary for pstats and png). Text is every
+ * table, one after another. png and svg run Graphviz's dot: ST_EIO with a clear
+ * message when it is not installed or fails. */
+int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
+                     const st_report_opts_t *o, st_msg_t *msg);
+
+
+/* Writes every format in mask into folder dir (which exists) under its file name.
+ * Text writes <component>.txt for each component (and load_balance.txt for a
+ * result of several ranks). If `written` is not NULL, each path written is
+ * appended to it, one per line. */
+int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
+                         const st_report_opts_t *o, st_strbuf_t *written, st_msg_t *msg);
+
+#endif

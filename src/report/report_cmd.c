@@ -1,0 +1,454 @@
+#include "report/report_cmd.h"
+
+#include "core/fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/err.h"
+#include "input/merge.h"
+#include "input/profile.h"
+#include "report/formats.h"
+
+static int fail(const char *text)
+{
+    fprintf(stderr, "strata: error: %s\n", text);
+    return 2;
+}
+
+static int failf(st_msg_t *msg, int err, const char *fmt, const char *arg)
+{
+    st_msg_set(msg, err, fmt, arg);
+    return fail(msg->text);
+}
+
+/* ------------------------------------------------------------------ inputs */
+
+typedef struct {
+    char **paths;
+    size_t n, cap;
+} paths_t;
+
+static int paths_add(paths_t *p, const char *path)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        char **q = realloc(p->paths, cap * sizeof *q);
+        if (!q)
+            return ST_ENOMEM;
+        p->paths = q;
+        p->cap = cap;
+    }
+    if (!(p->paths[p->n] = strdup(path)))
+        return ST_ENOMEM;
+    p->n++;
+    return 0;
+}
+
+static void paths_free(paths_t *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        free(p->paths[i]);
+    free(p->paths);
+    memset(p, 0, sizeof *p);
+}
+
+static int is_rank_file(const char *name, unsigned long *rank)
+{
+    if (strncmp(name, "profile-", 8) != 0 || name[8] < '0' || name[8] > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long r = strtoul(name + 8, &end, 10);
+    if (errno || strcmp(end, ".json") != 0 || r > INT32_MAX)
+        return 0;
+    *rank = r;
+    return 1;
+}
+
+typedef struct {
+    unsigned long rank;
+    char *path;
+} ranked_t;
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    const ranked_t *x = a, *y = b;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The profile files a RESULT argument names: a file, or a folder's profile.json,
+ * else its profile-<rank>.json files in rank order. */
+static int resolve(const char *arg, paths_t *out, st_msg_t *msg)
+{
+    struct stat st;
+    if (stat(arg, &st) != 0)
+        return st_msg_set(msg, ST_EIO, "cannot read '%s': %s", arg, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) {
+        if (paths_add(out, arg) < 0)
+            return st_msg_set(msg, ST_ENOMEM, "out of memory");
+        return 0;
+    }
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/profile.json", arg) >= (int)sizeof path)
+        return st_msg_set(msg, ST_EINVAL, "path too long: '%s'", arg);
+    if (stat(path, &st) == 0)
+        return paths_add(out, path) < 0 ? st_msg_set(msg, ST_ENOMEM, "out of memory") : 0;
+    DIR *d = opendir(arg);
+    if (!d)
+        return st_msg_set(msg, ST_EIO, "cannot read the folder '%s': %s", arg, strerror(errno));
+    ranked_t *r = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        unsigned long rank;
+        if (!is_rank_file(e->d_name, &rank))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            ranked_t *q = realloc(r, cap * sizeof *q);
+            if (!q) {
+                rc = st_msg_set(msg, ST_ENOMEM, "out of memory");
+                break;
+            }
+            r = q;
+        }
+        if (snprintf(path, sizeof path, "%s/%s", arg, e->d_name) >= (int)sizeof path ||
+            !(r[n].path = strdup(path))) {
+            rc = st_msg_set(msg, ST_ENOMEM, "out of memory");
+            break;
+        }
+        r[n++].rank = rank;
+    }
+    closedir(d);
+    if (rc == 0 && n == 0)
+        rc = st_msg_set(msg, ST_EINVAL,
+                        "'%s' holds no profile.json nor profile-<rank>.json: not a results "
+                        "folder",
+                        arg);
+    if (rc == 0) {
+        qsort(r, n, sizeof *r, cmp_ranked);
+        for (size_t i = 0; i < n && rc == 0; i++)
+            if (paths_add(out, r[i].path) < 0)
+                rc = st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        free(r[i].path);
+    free(r);
+    return rc;
+}
+
+/* Loads and merges every file into out (a single file is loaded as it is, unless
+ * `always_merge`). */
+static int load_all(const paths_t *files, st_profile_t *out, int always_merge, st_msg_t *msg)
+{
+    if (files->n == 1 && !always_merge)
+        return st_profile_load(out, files->paths[0], msg);
+    st_merger_t mg;
+    if (st_merge_begin(&mg, out, 0) < 0)
+        return st_msg_set(msg, ST_ENOMEM, "out of memory merging");
+    int rc = 0;
+    for (size_t i = 0; i < files->n && rc == 0; i++) {
+        st_profile_t one;
+        rc = st_profile_load(&one, files->paths[i], msg);
+        if (rc < 0)
+            break;
+        if (st_merge_add(&mg, &one.model) < 0)
+            rc = st_msg_set(msg, ST_ENOMEM, "out of memory merging");
+        st_profile_free(&one);
+    }
+    if (rc == 0 && st_merge_end(&mg) < 0)
+        rc = st_msg_set(msg, ST_ENOMEM, "out of memory merging");
+    if (rc < 0) {
+        free(mg.contrib);
+        st_profile_free(out);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ options */
+
+typedef struct {
+    const char *formats;
+    const char *out;
+    st_report_opts_t ro;
+    char **inputs;
+    int ninputs;
+} opts_t;
+
+static int parse_double(const char *flag, const char *v, double *out, st_msg_t *msg)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end || d < 0 || d > 100)
+        return st_msg_set(msg, ST_EUSAGE, "%s: '%s' is not a percentage from 0 to 100", flag, v);
+    *out = d;
+    return 0;
+}
+
+/* Splits --flag=value; returns the value for a flag that takes one. */
+static int take_value(int argc, char **argv, int *i, const char *eq, const char **value,
+                      st_msg_t *msg)
+{
+    if (eq) {
+        *value = eq + 1;
+        return 0;
+    }
+    if (*i + 1 >= argc)
+        return st_msg_set(msg, ST_EUSAGE, "%s needs a value", argv[*i]);
+    *value = argv[++*i];
+    return 0;
+}
+
+static int parse_opts(opts_t *o, int argc, char **argv, int report, st_msg_t *msg)
+{
+    memset(o, 0, sizeof *o);
+    st_report_opts_init(&o->ro);
+    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
+    if (!o->inputs)
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    int only_inputs = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_inputs || a[0] != '-' || strcmp(a, "-") == 0) {
+            o->inputs[o->ninputs++] = argv[i];
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_inputs = 1;
+            continue;
+        }
+        char flag[64];
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        snprintf(flag, sizeof flag, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+        const char *v = NULL;
+        int rc = 0;
+        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0)
+            return ST_EHELP;
+        if (strcmp(flag, "--format") == 0 || strcmp(flag, "-f") == 0) {
+            rc = take_value(argc, argv, &i, eq, &v, msg);
+            o->formats = v;
+        } else if (strcmp(flag, "-o") == 0 || strcmp(flag, "--output") == 0) {
+            rc = take_value(argc, argv, &i, eq, &v, msg);
+            o->out = v;
+        } else if (report && (strcmp(flag, "-n") == 0 || strcmp(flag, "--node-thres") == 0)) {
+            rc = take_value(argc, argv, &i, eq, &v, msg);
+            if (rc == 0)
+                rc = parse_double(flag, v, &o->ro.dot.node_thres, msg);
+        } else if (report && (strcmp(flag, "-e") == 0 || strcmp(flag, "--edge-thres") == 0)) {
+            rc = take_value(argc, argv, &i, eq, &v, msg);
+            if (rc == 0)
+                rc = parse_double(flag, v, &o->ro.dot.edge_thres, msg);
+        } else if (report && (strcmp(flag, "--colour-nodes-by-selftime") == 0 ||
+                              strcmp(flag, "--color-nodes-by-selftime") == 0)) {
+            o->ro.dot.colour_by_self = 1;
+        } else if (strcmp(flag, "--precision") == 0) {
+            rc = take_value(argc, argv, &i, eq, &v, msg);
+            char *end;
+            long p = rc == 0 ? strtol(v, &end, 10) : 0;
+            if (rc == 0 && (end == v || *end || p < 0 || p > 12))
+                rc = st_msg_set(msg, ST_EUSAGE, "--precision: '%s' is not a whole number from "
+                                                "0 to 12", v);
+            o->ro.precision = (int)p;
+        } else {
+            rc = st_msg_set(msg, ST_EUSAGE, "unknown option '%s' (see 'strata %s --help')", a,
+                            report ? "report" : "merge");
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void report_usage(FILE *out)
+{
+    fputs("usage: strata report [--format F] [-o OUT] [-n PCT] [-e PCT]\n"
+          "                     [--colour-nodes-by-selftime] [--precision N] RESULT\n"
+          "\n"
+          "Renders RESULT (a profile.json, or a results folder) in another format.\n"
+          "\n"
+          "  --format F   text (default), json, pstats, dot, png, svg, folded, speedscope,\n"
+          "               callgrind, html; several (F,F) write each into -o's folder\n"
+          "  -o OUT       the file to write ('-': standard output); default: standard\n"
+          "               output for text, else the format's file in RESULT's folder\n"
+          "  -n PCT       call graph: leave out functions under PCT %% of the total (0.5)\n"
+          "  -e PCT       call graph: leave out calls under PCT %% of the total (0.1)\n"
+          "  --colour-nodes-by-selftime   colour the call graph by self time\n"
+          "  --precision N                decimals in the text tables (6)\n",
+          out);
+}
+
+static void merge_usage(FILE *out)
+{
+    fputs("usage: strata merge [--format F[,F...]] -o OUT RESULT...\n"
+          "\n"
+          "Combines runs (summed) and MPI ranks (kept apart, with a load-balance table)\n"
+          "into the results folder OUT. RESULT is a profile.json, a profile-<rank>.json or\n"
+          "a results folder. --format chooses what OUT holds (default text,json).\n",
+          out);
+}
+
+/* The folder a RESULT argument lives in (for default output names). */
+static void result_dir(const char *arg, char *buf, size_t size)
+{
+    struct stat st;
+    if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(buf, size, "%s", arg);
+        return;
+    }
+    const char *slash = strrchr(arg, '/');
+    if (!slash)
+        snprintf(buf, size, ".");
+    else
+        snprintf(buf, size, "%.*s", slash == arg ? 1 : (int)(slash - arg), arg);
+}
+
+static const char *title_of(const st_model_t *m, const char *fallback)
+{
+    /* the script, as `strata python` ran it: the word after "--" or the last */
+    for (size_t i = 0; i + 1 < m->ncommand; i++)
+        if (strcmp(m->command[i], "--") == 0)
+            return m->command[i + 1];
+    return m->ncommand ? m->command[m->ncommand - 1] : fallback;
+}
+
+int st_report_main(int argc, char **argv)
+{
+    opts_t o;
+    st_msg_t msg;
+    int rc = parse_opts(&o, argc, argv, 1, &msg);
+    if (rc == ST_EHELP) {
+        free(o.inputs);
+        report_usage(stdout);
+        return 0;
+    }
+    if (rc == 0 && o.ninputs != 1)
+        rc = st_msg_set(&msg, ST_EUSAGE, o.ninputs ? "report takes one RESULT (merge several "
+                                                     "with 'strata merge')"
+                                                   : "report needs a RESULT (a profile.json "
+                                                     "or a results folder)");
+    unsigned mask = 1u << ST_FMT_TEXT;
+    if (rc == 0 && o.formats)
+        rc = st_formats_parse(o.formats, &mask, &msg);
+    if (rc < 0) {
+        free(o.inputs);
+        return fail(msg.text);
+    }
+    const char *arg = o.inputs[0];
+    paths_t files = {0};
+    st_profile_t p;
+    rc = resolve(arg, &files, &msg);
+    if (rc == 0)
+        rc = load_all(&files, &p, 0, &msg);
+    paths_free(&files);
+    if (rc < 0) {
+        free(o.inputs);
+        return fail(msg.text);
+    }
+    o.ro.title = title_of(&p.model, "strata profile");
+    int several = (mask & (mask - 1)) != 0;
+    int status = 0;
+    if (several || (!o.out && !(mask & (1u << ST_FMT_TEXT)))) {
+        /* files into a folder: -o, else the result's own */
+        char dir[PATH_MAX];
+        if (o.out)
+            snprintf(dir, sizeof dir, "%s", o.out);
+        else
+            result_dir(arg, dir, sizeof dir);
+        st_strbuf_t written;
+        st_strbuf_init(&written);
+        if (o.out && st_fs_make_dirs(dir) != 0)
+            status = failf(&msg, ST_EIO, "cannot create the folder '%s'", dir);
+        else if (st_formats_write_dir(&p.model, mask, dir, &o.ro, &written, &msg) < 0)
+            status = fail(msg.text);
+        else
+            fprintf(stderr, "%s", st_strbuf_cstr(&written));
+        st_strbuf_free(&written);
+    } else {
+        int f = 0;
+        while (!(mask & (1u << f)))
+            f++;
+        st_strbuf_t buf;
+        st_strbuf_init(&buf);
+        rc = st_format_render(&buf, &p.model, (st_format_t)f, &o.ro, &msg);
+        if (rc < 0) {
+            status = fail(msg.text);
+        } else if (!o.out || strcmp(o.out, "-") == 0) {
+            if (buf.len && fwrite(buf.data, 1, buf.len, stdout) != buf.len)
+                status = fail("cannot write to standard output");
+            if (fflush(stdout) != 0)
+                status = fail("cannot write to standard output");
+        } else if (st_fs_write_atomic(o.out, buf.data ? buf.data : "", buf.len, &msg) < 0) {
+            status = fail(msg.text);
+        }
+        st_strbuf_free(&buf);
+    }
+    st_profile_free(&p);
+    free(o.inputs);
+    return status;
+}
+
+int st_merge_main(int argc, char **argv)
+{
+    opts_t o;
+    st_msg_t msg;
+    int rc = parse_opts(&o, argc, argv, 0, &msg);
+    if (rc == ST_EHELP) {
+        free(o.inputs);
+        merge_usage(stdout);
+        return 0;
+    }
+    if (rc == 0 && o.ninputs == 0)
+        rc = st_msg_set(&msg, ST_EUSAGE, "merge needs one RESULT or more");
+    if (rc == 0 && !o.out)
+        rc = st_msg_set(&msg, ST_EUSAGE, "merge needs -o OUT, the folder to write the merged "
+                                         "result into");
+    unsigned mask = (1u << ST_FMT_TEXT) | (1u << ST_FMT_JSON);
+    if (rc == 0 && o.formats)
+        rc = st_formats_parse(o.formats, &mask, &msg);
+    if (rc < 0) {
+        free(o.inputs);
+        return fail(msg.text);
+    }
+    paths_t files = {0};
+    for (int i = 0; i < o.ninputs && rc == 0; i++)
+        rc = resolve(o.inputs[i], &files, &msg);
+    st_profile_t p;
+    /* one input is merged too, so that it comes out as a merge would */
+    if (rc == 0)
+        rc = load_all(&files, &p, 1, &msg);
+    size_t nfiles = files.n;
+    paths_free(&files);
+    if (rc < 0) {
+        free(o.inputs);
+        return fail(msg.text);
+    }
+    int status = 0;
+    o.ro.title = title_of(&p.model, "strata profile");
+    st_strbuf_t written;
+    st_strbuf_init(&written);
+    if (st_fs_make_dirs(o.out) != 0) {
+        st_msg_set(&msg, ST_EIO, "cannot create the folder '%s': %s", o.out, strerror(errno));
+        status = fail(msg.text);
+    } else if (st_formats_write_dir(&p.model, mask, o.out, &o.ro, &written, &msg) < 0) {
+        status = fail(msg.text);
+    } else {
+        fprintf(stderr, "[strata] merged %zu profile%s", nfiles, nfiles == 1 ? "" : "s");
+        if (p.model.nranks)
+            fprintf(stderr, " of %u MPI ranks", p.model.nranks);
+        if (p.model.nruns > 1)
+            fprintf(stderr, " (%u runs summed)", p.model.nruns);
+        fprintf(stderr, " into %s\n", o.out);
+    }
+    st_strbuf_free(&written);
+    st_profile_free(&p);
+    free(o.inputs);
+    return status;
+}

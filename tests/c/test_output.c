@@ -1,0 +1,508 @@
+/* Unit tests of the report writers and the profile.json reader, on hand-made
+ * trees with exact (fake) times: pstats, dot, folded, speedscope, callgrind,
+ * html, the load-balance table, the strict JSON reader, reading back what the
+ * JSON writer wrote, and merging. Prints "N passed, N failed"; exits non-zero on
+ * any failure. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/calltree.h"
+#include "core/components.h"
+#include "core/intern.h"
+#include "core/loctab.h"
+#include "core/model.h"
+#include "core/settings.h"
+#include "core/strbuf.h"
+#include "input/jsonpull.h"
+#include "input/merge.h"
+#include "input/profile.h"
+#include "output/callgrind.h"
+#include "output/dot.h"
+#include "output/fgraph.h"
+#include "output/folded.h"
+#include "output/html.h"
+#include "output/json.h"
+#include "output/loadbal.h"
+#include "output/pstats.h"
+#include "output/speedscope.h"
+#include "report/formats.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                     \
+    do {                                                                                \
+        if (cond) {                                                                     \
+            passed++;                                                                   \
+        } else {                                                                        \
+            failed++;                                                                   \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
+        }                                                                               \
+    } while (0)
+
+#define CONTAINS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) != NULL)
+#define LACKS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) == NULL)
+
+static void call(st_calltree_t *t, uint32_t label, const void *key, uint64_t t0)
+{
+    st_frame_t *f = st_calltree_push(t, label, key);
+    f->t0[0] = t0;
+    f->t0[1] = t0;
+}
+
+static void ret(st_calltree_t *t, const void *key, uint64_t t1)
+{
+    uint64_t now[2] = {t1, t1};
+    st_calltree_pop(t, key, now, 2);
+}
+
+/* A hand-made profile:
+ *   main (0..1000): fib (100..700) -> fib (200..600) -> fib (300..400);
+ *                   <built-in method sorted> (800..900); "<\/script>&" (900..950)
+ * labels: 0 main, 1 fib, 2 sorted, 3 the hostile one. */
+typedef struct {
+    st_intern_t labels;
+    st_loctab_t locs;
+    st_settings_t settings;
+    st_calltree_t tree;
+    st_model_thread_t th;
+    st_model_t m;
+} fixture_t;
+
+static void fixture(fixture_t *f)
+{
+    memset(f, 0, sizeof *f);
+    st_intern_init(&f->labels);
+    st_loctab_init(&f->locs);
+    st_settings_init(&f->settings);
+    const char *names[] = {"main", "fib", "<built-in method sorted>", "</script><b>\"x\"&amp;"};
+    uint32_t id;
+    for (int i = 0; i < 4; i++)
+        st_intern_id(&f->labels, names[i], strlen(names[i]), &id);
+    st_loctab_set(&f->locs, 0, "/src/app.py", 1, "main");
+    st_loctab_set(&f->locs, 1, "/src/app.py", 10, "fib");
+    st_loctab_set(&f->locs, 2, "~", 0, "<built-in method sorted>");
+    st_calltree_init(&f->tree, 0);
+    int a, b, c, d, e, g;
+    call(&f->tree, 0, &a, 0);
+    call(&f->tree, 1, &b, 100);
+    call(&f->tree, 1, &c, 200);
+    call(&f->tree, 1, &d, 300);
+    ret(&f->tree, &d, 400);
+    ret(&f->tree, &c, 600);
+    ret(&f->tree, &b, 700);
+    call(&f->tree, 2, &e, 800);
+    ret(&f->tree, &e, 900);
+    call(&f->tree, 3, &g, 900);
+    ret(&f->tree, &g, 950);
+    ret(&f->tree, &a, 1000);
+    f->th = (st_model_thread_t){.tree = &f->tree, .index = 0, .tid = 7, .name = "MainThread"};
+    f->m = (st_model_t){.labels = &f->labels, .threads = &f->th, .nthreads = 1,
+                        .settings = &f->settings, .ns_per_tick = {1.0, 1.0},
+                        .components = (1u << ST_COMP_TRIP_COUNT) | (1u << ST_COMP_WALL_CLOCK),
+                        .locs = &f->locs, .pid = 42, .host = "node1", .clock_name = "tsc"};
+}
+
+static void fixture_free(fixture_t *f)
+{
+    st_calltree_free(&f->tree);
+    st_intern_free(&f->labels);
+    st_loctab_free(&f->locs);
+    st_settings_free(&f->settings);
+}
+
+static void test_fgraph(void)
+{
+    fixture_t f;
+    fixture(&f);
+    st_fgraph_t g;
+    CHECK(st_fgraph_build(&g, &f.m, -1) == 0);
+    CHECK(g.nfns == 4);
+    uint32_t fib = st_fgraph_fn_of(&g, &f.m, 1);
+    CHECK(fib != UINT32_MAX);
+    /* fib: 3 calls, 1 primitive; self 100+300+100 = 500... by path: outer 600-400=200? */
+    CHECK(g.fns[fib].nc == 3 && g.fns[fib].cc == 1);
+    CHECK(g.fns[fib].ct == 600.0);                   /* outermost only */
+    CHECK(g.fns[fib].tt == 200.0 + 300.0 + 100.0);   /* every call's own time */
+    uint32_t main_ = st_fgraph_fn_of(&g, &f.m, 0);
+    CHECK(g.fns[main_].ct == 1000.0 && g.fns[main_].tt == 1000.0 - 600 - 100 - 50);
+    CHECK(g.nedges == 4); /* main->fib, fib->fib, main->sorted, main->hostile */
+    for (uint32_t e = 0; e < g.nedges; e++) {
+        if (g.edges[e].caller == fib && g.edges[e].callee == fib) {
+            CHECK(g.edges[e].nc == 2 && g.edges[e].cc == 1 && g.edges[e].ct == 400.0);
+        }
+    }
+    CHECK(g.total_tt == 1000.0 && g.max_ct == 1000.0);
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_fgraph_name(&g, &f.m, fib, 1, &b);
+    CHECK(strcmp(st_strbuf_cstr(&b), "app:10:fib") == 0);
+    st_strbuf_free(&b);
+    st_fgraph_free(&g);
+    fixture_free(&f);
+}
+
+static void test_pstats(void)
+{
+    fixture_t f;
+    fixture(&f);
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    CHECK(st_pstats_write(&b, &f.m) == 0);
+    CHECK(b.len > 40 && b.data[0] == '{' && b.data[b.len - 1] == '0');
+    /* the key of fib: (u"/src/app.py", i10, u"fib") as a small tuple */
+    const char key[] = ")\x03u\x0b\x00\x00\x00/src/app.pyi\x0a\x00\x00\x00u\x03\x00\x00\x00" "fib";
+    CHECK(memmem(b.data, b.len, key, sizeof key - 1) != NULL);
+    const char builtin[] = "u\x01\x00\x00\x00~i\x00\x00\x00\x00u\x18\x00\x00\x00<built-in method sorted>";
+    CHECK(memmem(b.data, b.len, builtin, sizeof builtin - 1) != NULL);
+    st_strbuf_free(&b);
+    fixture_free(&f);
+}
+
+static void test_dot(void)
+{
+    char c[8];
+    st_dot_colour(1.0, c);
+    CHECK(strcmp(c, "#ff0000") == 0);
+    st_dot_colour(0.0, c);
+    CHECK(strcmp(c, "#0d0d73") == 0);
+    fixture_t f;
+    fixture(&f);
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_dot_opts_t o = ST_DOT_OPTS_DEFAULT;
+    CHECK(st_dot_write(&b, &f.m, &o) == 0);
+    CONTAINS(&b, "digraph {");
+    CONTAINS(&b, "label=\"app:1:main\\n100.00%\\n(25.00%)\\n1\xC3\x97\"");
+    CONTAINS(&b, "label=\"app:10:fib\\n60.00%\\n(60.00%)\\n3\xC3\x97\"");
+    CONTAINS(&b, "color=\"#ff0000\"");
+    /* the hostile label is escaped for dot */
+    CONTAINS(&b, "</script><b>\\\"x\\\"&amp;");
+    /* edges: main -> fib 60% once, fib -> fib 40% once (primitive) */
+    CONTAINS(&b, "label=\"60.00%\\n1\xC3\x97\"");
+    CONTAINS(&b, "label=\"40.00%\\n1\xC3\x97\"");
+    /* -n 10 leaves out sorted (10%) and the 5% one; -e 50 leaves fib->fib out */
+    st_strbuf_reset(&b);
+    o.node_thres = 10.01;
+    o.edge_thres = 50;
+    CHECK(st_dot_write(&b, &f.m, &o) == 0);
+    LACKS(&b, "sorted");
+    LACKS(&b, "script");
+    LACKS(&b, "40.00%\\n");
+    /* by self time: fib has the most self time, so it is red */
+    st_strbuf_reset(&b);
+    o = (st_dot_opts_t)ST_DOT_OPTS_DEFAULT;
+    o.colour_by_self = 1;
+    CHECK(st_dot_write(&b, &f.m, &o) == 0);
+    const char *fibnode = strstr(st_strbuf_cstr(&b), "app:10:fib");
+    const char *line = fibnode;
+    while (line > b.data && line[-1] != '\n')
+        line--;
+    CHECK(strncmp(strstr(line, "color="), "color=\"#ff0000\"", 15) == 0);
+    st_strbuf_free(&b);
+    fixture_free(&f);
+}
+
+static void test_folded_speedscope_callgrind(void)
+{
+    fixture_t f;
+    fixture(&f);
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    CHECK(st_folded_write(&b, &f.m) == 0);
+    CONTAINS(&b, "main 250\n");
+    CONTAINS(&b, "main;fib 200\n");
+    CONTAINS(&b, "main;fib;fib 300\n");
+    CONTAINS(&b, "main;fib;fib;fib 100\n");
+    CONTAINS(&b, "main;<built-in method sorted> 100\n");
+    st_strbuf_reset(&b);
+    CHECK(st_speedscope_write(&b, &f.m, "t") == 0);
+    CONTAINS(&b, "\"type\":\"evented\"");
+    CONTAINS(&b, "\"endValue\":1000");
+    CONTAINS(&b, "{\"type\":\"C\",\"frame\":0,\"at\":1000}");
+    CONTAINS(&b, "{\"name\":\"fib\",\"file\":\"/src/app.py\",\"line\":10}");
+    st_strbuf_reset(&b);
+    CHECK(st_callgrind_write(&b, &f.m) == 0);
+    CONTAINS(&b, "# callgrind format\n");
+    CONTAINS(&b, "events: wall_clock\n");
+    CONTAINS(&b, "summary: 1000\n");
+    CONTAINS(&b, "fl=(");
+    CONTAINS(&b, ") /src/app.py\n");
+    CONTAINS(&b, ") fib\n");
+    CONTAINS(&b, "calls=1 10\n1 600\n"); /* main (line 1) calls fib once, 600 ns under it */
+    st_strbuf_free(&b);
+    fixture_free(&f);
+}
+
+static void test_html(void)
+{
+    fixture_t f;
+    fixture(&f);
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    CHECK(st_html_write(&b, &f.m, "a</title><script>") == 0);
+    CONTAINS(&b, "<!DOCTYPE html>");
+    /* labels are \u-escaped inside the data; nothing closes the script early */
+    CONTAINS(&b, "\\u003c/script\\u003e\\u003cb\\u003e\\\"x\\\"\\u0026amp;");
+    LACKS(&b, "</script><b>");
+    CONTAINS(&b, "a&lt;/title&gt;&lt;script&gt; - strata</title>");
+    /* exactly two scripts, each closed once */
+    const char *p = st_strbuf_cstr(&b);
+    int closes = 0;
+    while ((p = strstr(p, "</script>")))
+        closes++, p++;
+    CHECK(closes == 2);
+    LACKS(&b, "http://");
+    st_strbuf_reset(&b);
+    st_html_json_string(&b, "\xE2\x80\xA8<x>");
+    CHECK(strcmp(st_strbuf_cstr(&b), "\"\\u2028\\u003cx\\u003e\"") == 0);
+    st_strbuf_free(&b);
+    fixture_free(&f);
+}
+
+static void test_jsonpull(void)
+{
+    struct {
+        const char *text;
+        int ok;
+    } cases[] = {
+        {"{\"a\": [1, 2.5e3, -0, true, false, null, \"x\\u00e9\\ud83d\\ude00\"]}", 1},
+        {"{\"a\": [1, 2,]}", 0},
+        {"{\"a\": 01}", 0},
+        {"{\"a\": 1", 0},
+        {"{\"a\": \"x", 0},
+        {"{\"a\": \"\x01\"}", 0},
+        {"{\"a\": \"\xff\"}", 0},
+        {"{\"a\": NaN}", 0},
+        {"{\"a\": 1} x", 0},
+        {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]"
+         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", 0},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        st_jp_t jp;
+        st_jp_init(&jp, cases[i].text, strlen(cases[i].text));
+        int rc = st_jp_skip(&jp);
+        if (rc == 0)
+            rc = st_jp_finish(&jp);
+        CHECK((rc == 0) == cases[i].ok);
+        if ((rc == 0) != cases[i].ok)
+            fprintf(stderr, "  case %zu: %s\n", i, jp.err);
+    }
+    const char *s = "\"a\\u0000b\\ud800\"";
+    st_jp_t jp;
+    st_jp_init(&jp, s, strlen(s));
+    st_strbuf_t out;
+    st_strbuf_init(&out);
+    CHECK(st_jp_string(&jp, &out) == 0);
+    CHECK(strcmp(st_strbuf_cstr(&out), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD") == 0);
+    st_strbuf_free(&out);
+    const char *num = "18446744073709551615";
+    st_jp_init(&jp, num, strlen(num));
+    uint64_t u;
+    CHECK(st_jp_uint(&jp, UINT64_MAX, &u) == 0 && u == UINT64_MAX);
+    st_jp_init(&jp, num, strlen(num));
+    CHECK(st_jp_uint(&jp, 100, &u) < 0 && strstr(jp.err, "above 100"));
+}
+
+static char *json_of(const st_model_t *m)
+{
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_json_write(&b, m);
+    char *s = strdup(st_strbuf_cstr(&b));
+    st_strbuf_free(&b);
+    return s;
+}
+
+static void test_roundtrip(void)
+{
+    fixture_t f;
+    fixture(&f);
+    char *first = json_of(&f.m);
+    st_profile_t p;
+    st_msg_t msg;
+    CHECK(st_profile_parse(&p, first, strlen(first), "x", &msg) == 0);
+    char *second = json_of(&p.model);
+    CHECK(strcmp(first, second) == 0);
+    if (strcmp(first, second) != 0)
+        fprintf(stderr, "--- first\n%s\n--- second\n%s\n", first, second);
+    /* the writers read the loaded model as they read the live one */
+    st_strbuf_t a, b;
+    st_strbuf_init(&a);
+    st_strbuf_init(&b);
+    st_pstats_write(&a, &f.m);
+    st_pstats_write(&b, &p.model);
+    CHECK(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+    st_strbuf_free(&a);
+    st_strbuf_free(&b);
+    st_profile_free(&p);
+
+    /* bad inputs: one clear message each */
+    struct {
+        const char *text, *want;
+    } bad[] = {
+        {"{\"format_version\": 2, \"threads\": []}", "newer than this strata reads"},
+        {"{\"format_version\": 0, \"threads\": []}", "bad format_version"},
+        {"{\"threads\": []}", "no format_version"},
+        {"{\"format_version\": 1}", "no threads"},
+        {"[1]", "expected a JSON object"},
+        {"{\"format_version\": 1, \"threads\": [{\"nodes\": [{\"id\": 1, \"parent\": 5, "
+         "\"label\": \"x\"}]}]}", "parent 5 is not a node listed before it"},
+        {"{\"format_version\": 1, \"threads\": [{\"nodes\": [{\"id\": 1, \"parent\": -1, "
+         "\"label\": \"x\", \"function\": 3}]}]}", "refers to a function"},
+        {"{\"format_version\": 1, \"threads\": [{\"nodes\": [{\"id\": 1, \"parent\": -1, "
+         "\"label\": \"x\"}, {\"id\": 1, \"parent\": -1, \"label\": \"y\"}]}]}", "two nodes with id 1"},
+        {"{\"format_version\": 1, \"threads\": [{\"nodes\": [{\"id\": 1, \"parent\": -1, "
+         "\"label\": \"x\", \"count\": -1}]}]}", "whole number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = st_profile_parse(&p, bad[i].text, strlen(bad[i].text), "f.json", &msg);
+        CHECK(rc == ST_EINVAL && strstr(msg.text, bad[i].want));
+        if (rc == 0)
+            st_profile_free(&p);
+        else if (!strstr(msg.text, bad[i].want))
+            fprintf(stderr, "  bad %zu: %s\n", i, msg.text);
+    }
+    /* truncated anywhere: an error, never a crash */
+    size_t n = strlen(first);
+    for (size_t cut = 0; cut + 1 < n; cut += 7) {
+        char *t = strndup(first, cut);
+        int rc = st_profile_parse(&p, t, cut, "t", &msg);
+        CHECK(rc == ST_EINVAL);
+        if (rc == 0)
+            st_profile_free(&p);
+        free(t);
+    }
+    free(first);
+    free(second);
+    fixture_free(&f);
+}
+
+static void test_merge(void)
+{
+    fixture_t f;
+    fixture(&f);
+    /* two runs: everything doubles, means stay, min/max kept */
+    const st_model_t *two[2] = {&f.m, &f.m};
+    st_profile_t p;
+    st_msg_t msg;
+    CHECK(st_merge(&p, two, 2, 0, &msg) == 0);
+    CHECK(p.nthreads == 1 && p.model.nruns == 2 && p.model.nranks == 0);
+    const st_calltree_t *t = &p.trees[0];
+    CHECK(t->nnodes == f.tree.nnodes);
+    CHECK(t->nodes[1].count == 2 && t->nodes[1].acc[0].sum == 2000 &&
+          t->nodes[1].acc[0].min == 1000);
+    double mean, var;
+    st_accum_stats(&t->nodes[1], 0, &mean, &var);
+    CHECK(fabs(mean - 1000) < 1e-9 && fabs(var) < 1e-9);
+    st_fgraph_t g;
+    CHECK(st_fgraph_build(&g, &p.model, -1) == 0);
+    CHECK(g.fns[st_fgraph_fn_of(&g, &p.model, st_intern_str(&p.labels, 1)[0] ? 1 : 1)].nc > 0);
+    st_fgraph_free(&g);
+    st_profile_free(&p);
+
+    /* ranks: kept apart; rank 2 never ran fib */
+    fixture_t r2;
+    fixture(&r2);
+    r2.tree.nodes[2].count = 0; /* pretend fib never ran there */
+    r2.tree.nodes[3].count = 0;
+    r2.tree.nodes[4].count = 0;
+    f.th.has_rank = 1;
+    f.th.rank = 0;
+    r2.th.has_rank = 1;
+    r2.th.rank = 2;
+    fixture_t r1;
+    fixture(&r1);
+    r1.th.has_rank = 1;
+    r1.th.rank = 1;
+    const st_model_t *ranks[3] = {&r2.m, &f.m, &r1.m};
+    CHECK(st_merge(&p, ranks, 3, 0, &msg) == 0);
+    CHECK(p.nthreads == 3 && p.model.nranks == 3 && p.model.nruns == 1);
+    CHECK(p.threads[0].rank == 0 && p.threads[1].rank == 1 && p.threads[2].rank == 2);
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    CHECK(st_loadbal_write(&b, &p.model, 6) == 0);
+    if (getenv("SHOW"))
+        fputs(st_strbuf_cstr(&b), stderr);
+    CONTAINS(&b, "3 of 3 ranks did any work\n");
+    CONTAINS(&b, "LOAD BALANCE ACROSS MPI RANKS");
+    CONTAINS(&b, "| fib [app.py:10] ");
+    /* fib: ranks 0 and 1 took 600 ns, rank 2 none: min 0, max 0.0000006, mean 0.0000004 */
+    CONTAINS(&b, "|      2 | 0.000000 | 0.000001 | 0.000000 | 0.000000 |        33.3 | 2 ");
+    /* the text format of a rank result sums the ranks and adds the table */
+    st_strbuf_reset(&b);
+    st_report_opts_t ro;
+    st_report_opts_init(&ro);
+    CHECK(st_format_render(&b, &p.model, ST_FMT_TEXT, &ro, &msg) == 0);
+    CONTAINS(&b, "| |0>>> main ");
+    CONTAINS(&b, "LOAD BALANCE");
+    st_strbuf_free(&b);
+    /* a merged result round-trips through profile.json with its ranks */
+    char *js = json_of(&p.model);
+    st_profile_t back;
+    CHECK(st_profile_parse(&back, js, strlen(js), "m", &msg) == 0);
+    CHECK(back.model.nranks == 3 && back.nthreads == 3 && back.threads[2].has_rank &&
+          back.threads[2].rank == 2);
+    st_profile_free(&back);
+    free(js);
+    st_profile_free(&p);
+    fixture_free(&r1);
+    fixture_free(&r2);
+    fixture_free(&f);
+}
+
+/* Found by the fuzzer: a profile with no threads, merged and rendered. */
+static void test_empty(void)
+{
+    const char *text = "{\"format_version\": 1, \"threads\": []}";
+    st_profile_t p, m;
+    st_msg_t msg;
+    CHECK(st_profile_parse(&p, text, strlen(text), "e", &msg) == 0);
+    const st_model_t *two[2] = {&p.model, &p.model};
+    CHECK(st_merge(&m, two, 2, 0, &msg) == 0 && m.nthreads == 0);
+    st_report_opts_t o;
+    st_report_opts_init(&o);
+    for (int f = 0; f < ST_NFORMATS; f++) {
+        if (f == ST_FMT_PNG || f == ST_FMT_SVG)
+            continue;
+        st_strbuf_t b;
+        st_strbuf_init(&b);
+        CHECK(st_format_render(&b, &m.model, (st_format_t)f, &o, &msg) == 0);
+        st_strbuf_free(&b);
+    }
+    st_profile_free(&m);
+    st_profile_free(&p);
+}
+
+static void test_formats(void)
+{
+    unsigned mask;
+    st_msg_t msg;
+    CHECK(st_formats_parse("text,pstats html", &mask, &msg) == 0 &&
+          mask == ((1u << ST_FMT_TEXT) | (1u << ST_FMT_PSTATS) | (1u << ST_FMT_HTML)));
+    CHECK(st_formats_parse("pstat", &mask, &msg) == ST_EINVAL && strstr(msg.text, "'pstat'"));
+    char name[64];
+    st_format_file_name(ST_FMT_JSON, 1, 3, name, sizeof name);
+    CHECK(strcmp(name, "profile-3.json") == 0);
+    st_format_file_name(ST_FMT_PSTATS, 0, 0, name, sizeof name);
+    CHECK(strcmp(name, "profile.prof") == 0);
+}
+
+int main(void)
+{
+    test_fgraph();
+    test_pstats();
+    test_dot();
+    test_folded_speedscope_callgrind();
+    test_html();
+    test_jsonpull();
+    test_roundtrip();
+    test_merge();
+    test_empty();
+    test_formats();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

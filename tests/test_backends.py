@@ -1,0 +1,486 @@
+"""The collector's two backends: the profile hook (CPython 3.11) and sys.monitoring
+(3.12 and later) give the same results; on 3.12+ left-out code stops producing events,
+and the sys.monitoring tool id is taken politely.
+
+Tests that make sense on one kind of interpreter only skip on the other, saying why.
+Everything else here runs on both, and the rest of the suite (golden files included) is
+shared by both backends unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, read_table, results_dirs
+
+TRIP = {"STRATA_COMPONENTS": "trip_count", "STRATA_PRINT_TABLES": "OFF"}
+_RUNS = itertools.count()
+
+
+@functools.lru_cache(maxsize=None)
+def target_version() -> tuple:
+    """(major, minor) of the interpreter strata runs programs with."""
+    out = subprocess.run([str(PYTHON), "-c", "import sys; print(*sys.version_info[:2])"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return tuple(int(x) for x in out)
+
+
+def monitoring() -> bool:
+    """Whether strata runs on the sys.monitoring backend (False when not built: the
+    tests then skip, saying so, through the runner fixture)."""
+    return PYTHON.exists() and target_version() >= (3, 12)
+
+
+needs_monitoring = pytest.mark.skipif("not monitoring()",
+                                      reason="sys.monitoring exists on CPython 3.12 and later; "
+                                             "3.11 uses the profile hook")
+
+
+def run(runner, *args, script="s.py", env=None, expect_rc=0):
+    """strata python ARGS -- SCRIPT with its own results folder; (result, folder)."""
+    out = runner.dir / f"results{next(_RUNS)}"
+    res = runner.strata(*args, "--", script, env={**TRIP, "STRATA_OUTPUT_PATH": out, **(env or {})})
+    assert res.returncode == expect_rc, res.describe()
+    return res, out
+
+
+def shape(table):
+    return [(r.thread, r.path, r.count) for r in table.rows]
+
+
+def test_backend_follows_the_interpreter(runner):
+    """3.11 builds the profile-hook backend, 3.12+ the sys.monitoring one."""
+    runner.write("s.py", "import strata._strata as s\nprint(s.state()['backend'])\n")
+    res, _ = run(runner)
+    want = "sys.monitoring" if monitoring() else "profile hook"
+    assert res.stdout == want + "\n", res.describe()
+
+
+# ------------------------------------------------------------- left-out code costs nothing
+
+EXCLUDED = """
+import strata._strata as s
+
+def excluded(n):
+    if n > 3:
+        return 1
+    return 2
+
+def excluded_gen():
+    yield 1
+    yield 2
+
+def kept():
+    pass
+
+def main():
+    before = s._skipped_events()
+    for i in range(2000):
+        excluded(i)
+        for _ in excluded_gen():
+            pass
+        kept()
+    print(s._skipped_events() - before)
+
+main()
+"""
+
+
+@needs_monitoring
+@pytest.mark.parametrize("opts", [["-E", "^excluded", "^main$"], ["-R", "^kept$"]],
+                         ids=["exclude", "restrict"])
+def test_excluded_code_gets_no_more_events(runner, opts):
+    """Left-out code's events are switched off after its first call: strata's callbacks
+    see a handful of its events (its first call, each return and yield place once),
+    not two per call, while the recorded code is recorded as always."""
+    runner.write("s.py", EXCLUDED)
+    res, out = run(runner, *opts)
+    seen = int(res.stdout)
+    assert seen <= 12, f"{seen} events of left-out code for 2000 calls of each:\n{res.describe()}"
+    table = read_table(out, "trip_count")
+    assert shape(table) == [(0, ("kept",), 2000)], table.text
+
+
+@needs_monitoring
+def test_code_under_noprofile_is_not_switched_off(runner):
+    """A @noprofile call leaves out what it calls on its thread only: the same function
+    called elsewhere is recorded (its events must stay on)."""
+    runner.write("s.py", """
+        def leaf():
+            pass
+
+        @noprofile
+        def quiet():
+            for _ in range(50):
+                leaf()
+
+        def main():
+            quiet()
+            for _ in range(3):
+                leaf()
+            quiet()
+            leaf()
+
+        main()
+    """)
+    _, out = run(runner)
+    assert shape(read_table(out, "trip_count")) == [(0, ("main",), 1), (0, ("main", "leaf"), 4)]
+
+
+def test_settings_changed_by_the_program_apply_to_left_out_code(runner):
+    """A function left out (and, on 3.12+, switched off) is recorded once the program
+    changes the filters."""
+    runner.write("s.py", """
+        from strata.profiler import config
+
+        def f():
+            pass
+
+        for _ in range(10):
+            f()
+        config.exclude_functions.remove("^f$")
+        for _ in range(3):
+            f()
+    """)
+    _, out = run(runner, "-E", "^f$")
+    assert shape(read_table(out, "trip_count")) == [(0, ("f",), 3)]
+
+
+def test_noprofile_applied_late_to_a_left_out_function(runner):
+    """@noprofile applied while the program runs, to a function already called (left
+    out by a filter, so on 3.12+ switched off), takes effect."""
+    runner.write("s.py", """
+        def g():
+            pass
+
+        def f():
+            g()
+
+        for _ in range(3):
+            f()
+        noprofile(f)
+        for _ in range(2):
+            f()
+        g()
+    """)
+    _, out = run(runner, "-E", "^f$")
+    assert shape(read_table(out, "trip_count")) == [(0, ("g",), 4)]
+
+
+def test_trace_c_switched_on_by_the_program(runner):
+    """config.trace_c = True while running records the C calls made after it."""
+    runner.write("s.py", """
+        from strata.profiler import config
+
+        def caller():
+            return len([1, 2])
+
+        caller()
+        config.trace_c = True
+        caller()
+        config.trace_c = False
+        caller()
+    """)
+    _, out = run(runner)
+    assert shape(read_table(out, "trip_count")) == [
+        (0, ("caller",), 3), (0, ("caller", "<built-in method len>"), 1)]
+
+
+# ------------------------------------------------------- matching calls without frames
+
+def test_recursive_noprofile(runner):
+    """A @noprofile function that recurses stays left out until its outermost call
+    returns (3.12+ matches calls by code object, not frame)."""
+    runner.write("s.py", """
+        def leaf():
+            pass
+
+        @noprofile
+        def quiet(n):
+            leaf()
+            if n:
+                quiet(n - 1)
+            leaf()
+
+        def main():
+            quiet(4)
+            leaf()
+
+        main()
+    """)
+    _, out = run(runner)
+    assert shape(read_table(out, "trip_count")) == [(0, ("main",), 1), (0, ("main", "leaf"), 1)]
+
+
+def test_recursive_profile_scope(runner):
+    """Under -b, the scope a recursive @profile function opens ends with its outermost
+    call."""
+    runner.write("s.py", """
+        def leaf():
+            pass
+
+        @profile
+        def scoped(n):
+            if n:
+                scoped(n - 1)
+            leaf()
+
+        scoped(2)
+        leaf()
+    """)
+    _, out = run(runner, "-b")
+    assert shape(read_table(out, "trip_count")) == [
+        (0, ("scoped",), 1), (0, ("scoped", "scoped"), 1), (0, ("scoped", "scoped", "scoped"), 1),
+        (0, ("scoped", "scoped", "scoped", "leaf"), 1), (0, ("scoped", "scoped", "leaf"), 1),
+        (0, ("scoped", "leaf"), 1)]
+
+
+def test_generator_resumed_from_different_callers(runner):
+    """Each resume of a generator is a call under whoever resumes it, as on 3.11."""
+    runner.write("s.py", """
+        def gen():
+            yield 1
+            yield 2
+            yield 3
+
+        def first(g):
+            return next(g)
+
+        def second(g):
+            return next(g)
+
+        def main():
+            g = gen()
+            first(g)
+            second(g)
+            list(g)
+
+        main()
+    """)
+    _, out = run(runner)
+    assert shape(read_table(out, "trip_count")) == [
+        (0, ("main",), 1), (0, ("main", "first"), 1), (0, ("main", "first", "gen"), 1),
+        (0, ("main", "second"), 1), (0, ("main", "second", "gen"), 1), (0, ("main", "gen"), 2)]
+
+
+def test_trace_c_call_from_left_out_code_inside_a_recorded_one(runner):
+    """sorted() called from a left-out module, inside a recorded sorted() call: the
+    inner call's end must not close the outer one (what the key calls next is still
+    under the outer sorted)."""
+    runner.write("helper_mod.py", """
+        def make_key(then):
+            def key(x):
+                sorted([x, 0])
+                then()
+                return x
+            return key
+    """)
+    runner.write("s.py", """
+        import helper_mod
+
+        def inside():
+            pass
+
+        def main():
+            sorted([3, 1, 2], key=helper_mod.make_key(inside))
+            inside()
+
+        main()
+    """)
+    _, out = run(runner, "--trace-c", "-ME", "helper_mod", "-R", "^main$", "^inside$", "^sorted$")
+    assert shape(read_table(out, "trip_count")) == [
+        (0, ("main",), 1), (0, ("main", "<built-in method sorted>"), 1),
+        (0, ("main", "<built-in method sorted>", "inside"), 3), (0, ("main", "inside"), 1)]
+
+
+def test_recorded_function_called_under_noprofile(runner):
+    """A recorded function that a @noprofile call calls again: that inner call's end
+    must not close the outer, recorded call."""
+    runner.write("s.py", """
+        def leaf():
+            pass
+
+        @noprofile
+        def quiet():
+            rec(0)
+
+        def rec(n):
+            if n:
+                quiet()
+                leaf()
+
+        rec(1)
+    """)
+    _, out = run(runner)
+    assert shape(read_table(out, "trip_count")) == [(0, ("rec",), 1), (0, ("rec", "leaf"), 1)]
+
+
+def test_function_left_out_while_a_call_of_it_runs(runner):
+    """The program leaves out a function while a recorded call of it is open: that
+    call still ends where it returns (on 3.12+ its return is not switched off)."""
+    runner.write("s.py", """
+        from strata.profiler import config
+
+        def leaf():
+            pass
+
+        def g():
+            config.exclude_functions.append("^rec$")
+            rec(-1)
+
+        def rec(n):
+            r = 0
+            if n > 0:
+                g()
+            return r
+
+        def main():
+            rec(1)
+            leaf()
+
+        main()
+    """)
+    _, out = run(runner)
+    assert shape(read_table(out, "trip_count")) == [
+        (0, ("main",), 1), (0, ("main", "rec"), 1), (0, ("main", "rec", "g"), 1),
+        (0, ("main", "leaf"), 1)]
+
+
+# ------------------------------------------------------------------------ the tool id
+
+CLAIM = """
+import sys
+for tool in {ids}:
+    sys.monitoring.use_tool_id(tool, "other-tool")
+"""
+
+TARGET = """
+import pathlib
+
+def work():
+    return 42
+
+pathlib.Path("started.marker").write_text("started")
+print(work())
+"""
+
+
+@needs_monitoring
+def test_tool_id_taken_falls_back_to_a_free_one(runner):
+    """Another tool holding sys.monitoring.PROFILER_ID: one warning line, then a free id."""
+    runner.write("claim.py", CLAIM.format(ids=[2]))
+    runner.write("s.py", TARGET)
+    res, out = run(runner, "-s", "claim.py", "-R", "^work$")
+    assert res.stdout == "42\n", res.describe()
+    assert res.stderr == ("strata: warning: sys.monitoring tool id 2 is used by other-tool; "
+                          "using id 3\n"), res.describe()
+    assert shape(read_table(out, "trip_count")) == [(0, ("work",), 1)]
+
+
+@needs_monitoring
+def test_tool_id_fallback_skips_taken_ids(runner):
+    runner.write("claim.py", CLAIM.format(ids=[2, 3, 4]))
+    runner.write("s.py", TARGET)
+    res, out = run(runner, "-s", "claim.py", "-R", "^work$")
+    assert res.stderr.endswith("used by other-tool; using id 5\n"), res.describe()
+    assert shape(read_table(out, "trip_count")) == [(0, ("work",), 1)]
+
+
+@needs_monitoring
+def test_no_free_tool_id_stops_before_the_target(runner):
+    """Every tool id 0-5 taken: one `strata: error:` line, exit status 2, the target never
+    starts and no results folder is left behind."""
+    runner.write("claim.py", CLAIM.format(ids=list(range(6))))
+    runner.write("s.py", TARGET)
+    res = runner.strata("-s", "claim.py", "--", "s.py", env=TRIP)
+    assert res.returncode == 2, res.describe()
+    lines = res.stderr.split("\n")
+    assert len(lines) == 2 and lines[1] == "", res.describe()
+    assert lines[0].startswith("strata: error: sys.monitoring tool id 2 is used by other-tool"), \
+        res.describe()
+    assert res.stdout == "", res.describe()
+    assert not (runner.dir / "started.marker").exists(), "the target started"
+    assert results_dirs(runner.dir) == [], "a results folder was left behind"
+
+
+@needs_monitoring
+def test_no_free_tool_id_from_the_source_api(runner):
+    """A program run by plain python that imports strata is never stopped by strata:
+    it says why it cannot profile, and the program runs on, unprofiled."""
+    runner.write("s.py", CLAIM.format(ids=list(range(6))) + """
+import strata
+
+@strata.profile()
+def work():
+    return 42
+
+print(work())
+""")
+    res = runner.plain("s.py", env=TRIP)
+    assert res.returncode == 0 and res.stdout == "42\n", res.describe()
+    assert res.stderr.startswith("strata: error: sys.monitoring tool id 2 is used by other-tool"), \
+        res.describe()
+    assert res.stderr.endswith("the program runs without profiling\n"), res.describe()
+    assert results_dirs(runner.dir) == []
+
+
+@needs_monitoring
+def test_tool_id_is_given_back(runner):
+    """When the profile is written, strata frees its tool id: an atexit handler that
+    runs after strata's (registered before strata started) finds it free."""
+    runner.write("s.py", """
+        import atexit, sys
+
+        def check():
+            print("at exit:", sys.monitoring.get_tool(sys.monitoring.PROFILER_ID))
+
+        atexit.register(check)
+
+        import strata
+
+        @strata.profile()
+        def work():
+            print("while profiling:", sys.monitoring.get_tool(sys.monitoring.PROFILER_ID))
+
+        work()
+    """)
+    res = runner.plain("s.py", env=TRIP)
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == "while profiling: strata\nat exit: None\n", res.describe()
+
+
+def test_threads_started_before_profiling_are_followed(runner):
+    """A thread the setup file starts (before profiling) is followed once it runs code."""
+    runner.write("setup_t.py", """
+        import builtins, threading
+        go = threading.Event()
+        done = threading.Event()
+
+        def early_leaf():
+            pass
+
+        def early():
+            go.wait()
+            early_leaf()
+            done.set()
+
+        builtins.GO, builtins.DONE = go, done
+        threading.Thread(target=early, name="early-thread", daemon=True).start()
+    """)
+    runner.write("s.py", """
+        def main():
+            GO.set()
+            DONE.wait()
+
+        main()
+    """)
+    _, out = run(runner, "-s", "setup_t.py", "-R", "^main$", "^early_leaf$")
+    table = read_table(out, "trip_count")
+    assert shape(table) == [(0, ("main",), 1), (1, ("early_leaf",), 1)], table.text
+    data = json.loads((out / "profile.json").read_text())
+    assert [t["name"] for t in data["threads"]] == ["MainThread", "early-thread"]

@@ -1,0 +1,139 @@
+"""`strata merge`: runs summed (the seed's concat.py), MPI ranks kept apart with a
+load-balance table, and rank files written at run time from the launcher's rank
+variables."""
+
+from __future__ import annotations
+
+import json
+import os
+import pstats
+import re
+import textwrap
+
+import pytest
+
+from conftest import STRATA, have_strata
+from test_report import Env, bad
+
+pytestmark = pytest.mark.skipif(not have_strata(), reason=f"strata is not built: {STRATA}")
+
+PROG = textwrap.dedent(
+    """
+    import os
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    def solve(rank):
+        # the last rank gets no work, as in the seed's Tau example
+        return fib(10 + rank % 3) if rank != 3 else 0
+
+    def main():
+        rank = int(os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("PMI_RANK")
+                   or os.environ.get("SLURM_PROCID") or 0)
+        solve(rank)
+
+    main()
+    """
+).lstrip()
+FIB = {10: 177, 11: 287, 12: 465}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    e = Env(tmp_path_factory.mktemp("merge"))
+    (e.root / "prog.py").write_text(PROG)
+    return e
+
+
+@pytest.fixture(scope="module")
+def ranks(env):
+    """One MPI-like job of 4 ranks, each from another launcher's variable."""
+    variables = ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"]
+    for rank, var in enumerate(variables):
+        r = env.strata("python", "--components", "trip_count,wall_clock", "-o", "job", "--",
+                       "prog.py", env={var: rank})
+        assert r.returncode == 0, r.describe()
+    return env.root / "job"
+
+
+def test_rank_files_at_run_time(ranks):
+    names = sorted(os.listdir(ranks))
+    assert names == sorted([f"profile-{r}.json" for r in range(4)] +
+                           [f"{c}-{r}.txt" for r in range(4) for c in ("trip_count", "wall_clock")])
+    for r in range(4):
+        data = json.loads((ranks / f"profile-{r}.json").read_text())
+        assert data["metadata"]["rank"] == r and data["threads"][0]["rank"] == r
+
+
+def test_merge_ranks_keeps_them_and_balances(env, ranks):
+    r = env.strata("merge", "-o", "merged", ranks)
+    assert r.returncode == 0, r.describe()
+    assert "4 MPI ranks" in r.stderr
+    out = env.root / "merged"
+    data = json.loads((out / "profile.json").read_text())
+    assert data["metadata"]["ranks"] == 4
+    assert [t["rank"] for t in data["threads"]] == [0, 1, 2, 3]
+    lb = (out / "load_balance.txt").read_text()
+    assert lb.startswith("4 of 4 ranks did any work\n")
+    rows = {m.group(1): [c.strip() for c in m.group(2).split("|")]
+            for m in re.finditer(r"^\| (\S+) \[prog\.py:\d+\]\s*\|(.*)\|$", lb, re.M)}
+    assert rows["fib"][0] == "3" and rows["fib"][-1] == "3"  # 3 ranks worked, rank 3 idle
+    assert rows["main"][-1] == "-" and float(rows["fib"][5]) > 25  # imbalance %
+    # the text tables sum the ranks: fib's calls over ranks 0-2
+    calls = sum(FIB[10 + r % 3] for r in range(3))
+    table = (out / "trip_count.txt").read_text()
+    assert f"|0>>>   |_fib" in table
+    assert int(re.search(r"\|0>>>   \|_fib\s*\|\s*(\d+)", table).group(1)) == 3
+    # every format renders the merged result; the html has a rank selector's data
+    for fmt in ("pstats", "dot", "folded", "speedscope", "callgrind", "html", "text"):
+        r = env.strata("report", "--format", fmt, "-o", env.root / f"m.{fmt}", out)
+        assert r.returncode == 0, r.describe()
+    st = pstats.Stats(str(env.root / "m.pstats")).stats
+    fib = [k for k in st if k[2] == "fib"][0]
+    assert st[fib][1] == calls and st[fib][0] == 3
+    html = (env.root / "m.html").read_text()
+    assert '"rank":3' in html and "LOAD BALANCE" in (env.root / "m.text").read_text()
+    speedscope = json.loads((env.root / "m.speedscope").read_text())
+    assert [p["name"].split()[1] for p in speedscope["profiles"]] == ["0", "1", "2", "3"]
+
+
+def test_report_reads_a_folder_of_ranks(env, ranks):
+    r = env.strata("report", ranks)
+    assert r.returncode == 0, r.describe()
+    assert "LOAD BALANCE ACROSS MPI RANKS" in r.stdout
+
+
+def test_merge_runs_sums(env):
+    for i in range(3):
+        r = env.strata("python", "-o", f"run{i}", "--", "prog.py", env={"SLURM_PROCID": None})
+        assert r.returncode == 0, r.describe()
+    r = env.strata("merge", "--format", "text,json,pstats", "-o", "runs",
+                   *(env.root / f"run{i}" for i in range(3)))
+    assert r.returncode == 0, r.describe()
+    data = json.loads((env.root / "runs" / "profile.json").read_text())
+    assert data["metadata"]["merged_runs"] == 3 and "ranks" not in data["metadata"]
+    nodes = {n["label"]: n for n in data["threads"][0]["nodes"] if n["depth"] <= 2}
+    assert nodes["main"]["count"] == 3 and nodes["fib"]["count"] == 3
+    one = json.loads((env.root / "run0" / "profile.json").read_text())
+    main1 = one["threads"][0]["nodes"][0]["wall_clock"]
+    main3 = data["threads"][0]["nodes"][0]["wall_clock"]
+    assert main3["min"] <= main1["min"] and main3["max"] >= main1["max"]
+    assert main3["sum"] >= 3 * main3["min"]
+    st = pstats.Stats(str(env.root / "runs" / "profile.prof")).stats
+    fib = [k for k in st if k[2] == "fib"][0]
+    assert st[fib][1] == 3 * FIB[10]  # 3 runs of rank 0's fib(10)
+    # a merged result merges again (runs add up)
+    r = env.strata("merge", "-o", "runs2", env.root / "runs", env.root / "run0")
+    assert r.returncode == 0, r.describe()
+    data = json.loads((env.root / "runs2" / "profile.json").read_text())
+    assert data["metadata"]["merged_runs"] == 4
+
+
+def test_merge_errors(env):
+    assert "needs -o" in bad(env, "merge", env.root)
+    assert "needs one RESULT" in bad(env, "merge", "-o", "x")
+    assert "cannot read" in bad(env, "merge", "-o", "x", env.root / "missing")
+    (env.root / "junk.json").write_text("{\"format_version\": 1, \"threads\": [")
+    assert "truncated" in bad(env, "merge", "-o", "x", env.root / "junk.json")
+    assert not (env.root / "x").exists()

@@ -1,0 +1,472 @@
+"""`strata report`: one result rendered in every format the usual tools read.
+
+A small program (recursion, a C call, a sleep) is profiled once per module; each
+test renders it with the real `strata report` command and checks the output with
+the tool that reads it (pstats, gprof2dot, SnakeViz's loader, Graphviz, headless
+Chromium) or by its documented structure. Bad inputs end with one line and exit
+status 2."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import pstats
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, STRATA, TIMEOUT, clean_env, have_strata, parse_table, run_cmd
+
+pytestmark = pytest.mark.skipif(not have_strata(), reason=f"strata is not built: {STRATA}")
+
+PROG = textwrap.dedent(
+    """
+    import time
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    def work():
+        sorted(range(2000), reverse=True)
+        time.sleep(0.01)
+        return fib(12)
+
+    def main():
+        for _ in range(3):
+            work()
+
+    main()
+    """
+).lstrip()
+FIB_CALLS = 465  # calls of fib made by one fib(12)
+
+
+class Env:
+    def __init__(self, root: Path):
+        self.root = root
+        self.home = root / "_home"
+        self.home.mkdir(exist_ok=True)
+
+    def run(self, *args, env=None, cwd=None, timeout=TIMEOUT):
+        return run_cmd([str(a) for a in args], cwd or self.root, clean_env(self.home, **(env or {})),
+                       timeout=timeout)
+
+    def strata(self, *args, **kw):
+        return self.run(STRATA, *args, **kw)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    return Env(tmp_path_factory.mktemp("report"))
+
+
+@pytest.fixture(scope="module")
+def result(env):
+    """The results folder of one profiled run of PROG (with --trace-c)."""
+    prog = env.root / "prog.py"
+    prog.write_text(PROG)
+    r = env.strata("python", "--trace-c", "-o", "res", "--", "prog.py")
+    assert r.returncode == 0, r.describe()
+    return env.root / "res"
+
+
+def report(env, result, *args, ok=True, environ=None):
+    r = env.strata("report", *args, result, env=environ)
+    if ok:
+        assert r.returncode == 0, r.describe()
+        assert r.stderr.count("strata: error") == 0, r.describe()
+    return r
+
+
+def fn_key(stats, name):
+    keys = [k for k in stats if k[2] == name]
+    assert len(keys) == 1, f"{name}: {keys} in {sorted(stats)}"
+    return keys[0]
+
+
+# ---------------------------------------------------------------------------- text, json
+
+
+def test_text_is_the_tables(env, result):
+    """The tables again, from profile.json (times there are whole nanoseconds, so a
+    last decimal may round the other way)."""
+    r = report(env, result)
+    ours, theirs = parse_table(r.stdout), parse_table((result / "wall_clock.txt").read_text())
+    assert ours.columns == theirs.columns and len(ours.rows) == len(theirs.rows)
+    for a, b in zip(ours.rows, theirs.rows):
+        assert a.label == b.label and a.count == b.count
+        for col in ("SUM", "MEAN", "MIN", "MAX", "STDDEV"):
+            assert abs(a.num(col) - b.num(col)) <= 2e-6, (a, b, col)
+
+
+def test_json_keeps_locations(env, result):
+    data = json.loads((result / "profile.json").read_text())
+    assert data["format_version"] == 1
+    funcs = data["functions"]
+    by_name = {f["name"]: f for f in funcs}
+    assert by_name["fib"]["file"].endswith("prog.py") and by_name["fib"]["line"] == 3
+    assert by_name["<built-in method time.sleep>"] == {
+        "file": "~", "line": 0, "name": "<built-in method time.sleep>"}
+    nodes = data["threads"][0]["nodes"]
+    for n in nodes:  # a function's name is in its label (cProfile names builtins' module)
+        name = funcs[n["function"]]["name"]
+        assert name in n["label"] or name == n["label"].replace("method ", "method builtins.")
+    # report --format json gives the same document back
+    out = env.root / "again.json"
+    report(env, result, "--format", "json", "-o", out)
+    again = json.loads(out.read_text())
+    assert again["functions"] == funcs
+    # the same nodes; the variance back to its last bit or so (it is rebuilt as M2 / n)
+    for x, y in zip(data["threads"][0]["nodes"], again["threads"][0]["nodes"]):
+        vx, vy = x["wall_clock"].pop("var"), y["wall_clock"].pop("var")
+        assert x == y and vy == pytest.approx(vx, rel=1e-12, abs=1e-9)
+
+
+# ---------------------------------------------------------------------------- pstats
+
+
+@pytest.fixture(scope="module")
+def prof(env, result):
+    out = env.root / "out.prof"
+    report(env, result, "--format", "pstats", "-o", out)
+    return out
+
+
+def test_pstats_loads_with_cprofile_keys(env, result, prof):
+    st = pstats.Stats(str(prof))
+    stats = st.stats
+    fib = fn_key(stats, "fib")
+    assert fib[0] == str(env.root / "prog.py") and fib[1] == 3
+    cc, nc, tt, ct, callers = stats[fib]
+    assert nc == 3 * FIB_CALLS and cc == 3, (cc, nc)  # primitive versus total calls
+    work = fn_key(stats, "work")
+    assert set(callers) == {work, fib}
+    assert callers[work][:2] == (3, 3)  # (nc, cc) from work
+    assert 0 < tt <= ct
+    assert ("~", 0, "<built-in method builtins.sorted>") in stats  # cProfile's name
+    sleep = ("~", 0, "<built-in method time.sleep>")
+    assert sleep in stats and stats[sleep][1] == 3 and stats[sleep][3] >= 0.03
+    assert stats[fn_key(stats, "main")][3] >= 0.03  # cumulative time in seconds
+    # the same keys cProfile gives the same program
+    cp = env.root / "cprofile.prof"
+    r = env.run(PYTHON, "-m", "cProfile", "-o", cp, "prog.py")
+    assert r.returncode == 0, r.describe()
+    def short(keys):  # python names the script as it was given; strata by full path
+        return {(os.path.basename(k[0]), k[1], k[2]) for k in keys if k[0].endswith("prog.py")}
+    theirs = short(pstats.Stats(str(cp)).stats)
+    assert short(stats) == theirs - {k for k in theirs if k[2] == "<module>"}
+    assert {k for k in pstats.Stats(str(cp)).stats if k[0] == "~"} >= {
+        k for k in stats if k[0] == "~"}
+    st.sort_stats("cumulative").print_stats(0)  # renders without error
+
+
+def test_gprof2dot_reads_pstats(env, prof):
+    pytest.importorskip("gprof2dot", reason="gprof2dot is not installed (requirements-dev.txt)")
+    r = env.run(PYTHON, "-m", "gprof2dot", "--colour-nodes-by-selftime", "-f", "pstats", prof)
+    assert r.returncode == 0, r.describe()
+    assert "digraph" in r.stdout and "prog:3:fib" in r.stdout
+
+
+def test_snakeviz_loads_pstats(env, prof):
+    pytest.importorskip("snakeviz", reason="snakeviz is not installed (requirements-dev.txt)")
+    code = textwrap.dedent(f"""
+        import json, pstats
+        from snakeviz.stats import json_stats, table_rows
+        s = pstats.Stats({str(prof)!r})
+        rows = table_rows(s)
+        data = json_stats(s)
+        data = json.loads(data) if isinstance(data, str) else data
+        print(len(rows), len(data))
+    """)
+    r = env.run(PYTHON, "-c", code)
+    assert r.returncode == 0, r.describe()
+    nrows, ndata = map(int, r.stdout.split())
+    assert nrows >= 4 and ndata >= 4
+
+
+# ---------------------------------------------------------------------------- call graph
+
+
+def dot_nodes(text):
+    return {m.group(2): m.group(1) for m in
+            re.finditer(r'^\t\d+ \[color="(#[0-9a-f]{6})".*label="([^"\\]*(?:\\.[^"\\]*)*)"',
+                        text, re.M)}
+
+
+def test_dot_in_gprof2dots_language(env, result):
+    r = report(env, result, "--format", "dot", "-o", "-")
+    text = r.stdout
+    assert text.startswith("digraph {") and text.rstrip().endswith("}")
+    labels = dot_nodes(text)
+    fib = [lb for lb in labels if lb.startswith("prog:3:fib\\n")]
+    assert fib, labels
+    parts = fib[0].split("\\n")
+    assert re.fullmatch(r"\d+\.\d\d%", parts[1]) and re.fullmatch(r"\(\d+\.\d\d%\)", parts[2])
+    assert parts[3] == f"{3 * FIB_CALLS}\u00d7"
+    assert re.search(r'\t\d+ -> \d+ \[.*label="\d+\.\d\d%\\n\d+\u00d7"', text)
+    # by total time main is red; by self time, the sleep is
+    def red(c):
+        return int(c[1:3], 16) >= 0xf0 and int(c[3:5], 16) < 0x10 and int(c[5:], 16) < 0x10
+    main = [c for lb, c in labels.items() if lb.startswith("prog:11:main")]
+    assert len(main) == 1 and red(main[0]), labels
+    by_self = dot_nodes(report(env, result, "--format", "dot", "--colour-nodes-by-selftime",
+                               "-o", "-").stdout)
+    assert [red(c) for lb, c in by_self.items() if "time.sleep" in lb] == [True]
+    assert [red(c) for lb, c in by_self.items() if lb.startswith("prog:11:main")] == [False]
+    # -n leaves out functions under the threshold, -e calls
+    few = dot_nodes(report(env, result, "--format", "dot", "-n", "50", "-o", "-").stdout)
+    assert not any("fib" in lb for lb in few) and any("time.sleep" in lb for lb in few)
+    none = report(env, result, "--format", "dot", "-e", "100", "-o", "-").stdout
+    assert " -> " not in none
+
+
+@pytest.mark.skipif(not shutil.which("dot"), reason="Graphviz's dot is not installed")
+@pytest.mark.parametrize("fmt,magic", [("png", b"\x89PNG\r\n\x1a\n"), ("svg", b"<?xml")])
+def test_png_svg_through_graphviz(env, result, fmt, magic):
+    out = env.root / f"graph.{fmt}"
+    report(env, result, "--format", fmt, "-o", out)
+    data = out.read_bytes()
+    assert data.startswith(magic)
+    if fmt == "svg":
+        assert b"prog:3:fib" in data
+
+
+def test_png_without_graphviz_is_a_clear_error(env, result):
+    bare = env.root / "nodot"
+    bare.mkdir(exist_ok=True)
+    out = env.root / "never.png"
+    r = report(env, result, "--format", "png", "-o", out, ok=False, environ={"PATH": str(bare)})
+    assert r.returncode == 2, r.describe()
+    assert r.stderr.startswith("strata: error: ") and "graphviz" in r.stderr.lower()
+    assert len(r.stderr.splitlines()) == 1
+    assert not out.exists() and not list(env.root.glob(".never.png*"))
+
+
+# ---------------------------------------------------------------------------- flame formats
+
+
+def test_folded_stacks(env, result):
+    text = report(env, result, "--format", "folded", "-o", "-").stdout
+    lines = text.splitlines()
+    assert lines and all(re.fullmatch(r"[^;\n]+(;[^;\n]+)* \d+", ln) for ln in lines), lines[:5]
+    stacks = {ln.rsplit(" ", 1)[0]: int(ln.rsplit(" ", 1)[1]) for ln in lines}
+    assert "main;work;<built-in method time.sleep>" in stacks
+    assert stacks["main;work;<built-in method time.sleep>"] >= 30_000_000  # ns
+    assert any(s.startswith("main;work;fib;fib;fib") for s in stacks)
+    data = json.loads((result / "profile.json").read_text())
+    total = data["threads"][0]["nodes"][0]["wall_clock"]["sum"]
+    assert abs(sum(stacks.values()) - total) <= len(stacks)  # self times add up to the run
+
+
+def test_speedscope_json(env, result):
+    doc = json.loads(report(env, result, "--format", "speedscope", "-o", "-").stdout)
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = doc["shared"]["frames"]
+    assert any(f["name"] == "fib" and f["line"] == 3 for f in frames)
+    (prof,) = doc["profiles"]
+    assert prof["type"] == "evented" and prof["unit"] == "nanoseconds"
+    stack, last = [], 0
+    for ev in prof["events"]:
+        assert ev["at"] >= last
+        last = ev["at"]
+        if ev["type"] == "O":
+            stack.append(ev["frame"])
+        else:
+            assert stack.pop() == ev["frame"]
+    assert not stack and last <= prof["endValue"]
+
+
+def test_callgrind(env, result):
+    text = report(env, result, "--format", "callgrind", "-o", "-").stdout
+    lines = text.splitlines()
+    assert lines[0] == "# callgrind format"
+    assert "events: wall_clock" in lines and any(ln.startswith("summary: ") for ln in lines)
+    names = {}
+    for ln in lines:
+        m = re.fullmatch(r"c?fn=\((\d+)\)(?: (.*))?", ln)
+        if m and m.group(2):
+            names[m.group(1)] = m.group(2)
+    assert {"fib", "work", "main", "<built-in method time.sleep>"} <= set(names.values())
+    calls = [ln for ln in lines if ln.startswith("calls=")]
+    assert calls and all(re.fullmatch(r"calls=\d+ \d+", c) for c in calls)
+    for i, ln in enumerate(lines):  # every calls= line is followed by its cost line
+        if ln.startswith("calls="):
+            assert re.fullmatch(r"\d+ \d+", lines[i + 1])
+
+
+# ---------------------------------------------------------------------------- html
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def run_chromium(env, *args):
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-dev-shm-usage", f"--user-data-dir={env.root / '_chrome'}", *args]
+    # Chromium is no sanitized program: the sanitizer run's preloaded runtime stays out.
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=90,
+                          env=clean_env(env.home, LD_PRELOAD=None))
+
+
+def png_colours(path):
+    """Distinct colours of an RGB(A) 8-bit PNG (no dependency beyond zlib)."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, ctype = 8, b"", 0, 0, 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    bpp = {2: 3, 6: 4}[ctype]
+    raw, stride, prev, seen = zlib.decompress(idat), width * bpp, bytearray(width * bpp), set()
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1: line[i] = (line[i] + a) & 255
+            elif f == 2: line[i] = (line[i] + b) & 255
+            elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        if y % 4 == 0:
+            seen.update(bytes(line[i:i + 3]) for i in range(0, stride, bpp * 4))
+        prev = line
+    return seen
+
+
+@pytest.fixture(scope="module")
+def hostile(env):
+    """A result whose labels carry markup (--label args with a hostile value)."""
+    (env.root / "evil.py").write_text(textwrap.dedent("""
+        def show(x):
+            return len(x)
+        show("</script><img src=x onerror=alert(1)>&amp;\\u2028")
+        show("<b>bold</b>")
+    """))
+    r = env.strata("python", "--label", "args", "-o", "evil", "--", "evil.py")
+    assert r.returncode == 0, r.describe()
+    out = env.root / "evil.html"
+    report(env, env.root / "evil", "--format", "html", "-o", out)
+    return out
+
+
+def test_html_escapes_every_label(hostile):
+    html = hostile.read_text()
+    assert html.count("</script>") == 2 and "<img" not in html and "<b>bold" not in html
+    assert "\\u003c/script\\u003e\\u003cimg src=x" in html
+    assert "http://" not in html and "https://" not in html  # works offline
+
+
+@pytest.mark.skipif(not chromium(), reason="headless Chromium is not installed (Debian's "
+                                           "chromium, in the Makefile's TEST_DEBS)")
+@pytest.mark.parametrize("which", ["plain", "hostile"])
+def test_html_in_headless_chromium(env, result, hostile, which):
+    if which == "plain":
+        page = env.root / "copy" / "report.html"
+        page.parent.mkdir(exist_ok=True)
+        report(env, result, "--format", "html", "-o", page)
+    else:
+        page = hostile
+    r = run_chromium(env, "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0",
+                     "--dump-dom", page.as_uri() + "#selftest")
+    assert r.returncode == 0, r.stderr[-3000:]
+    body = re.search(r"<body[^>]*>", r.stdout)
+    assert body, r.stdout[:2000]
+    attrs = dict(re.findall(r'(data-[a-z]+)="([^"]*)"', body.group(0)))
+    assert attrs.get("data-errors") == "", attrs
+    assert attrs.get("data-selftest", "").startswith("zoomed:"), attrs  # a click zooms
+    assert int(attrs["data-frames"]) >= 3 and int(attrs["data-rows"]) >= 1
+    console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    assert not [ln for ln in console if "rror" in ln or "Uncaught" in ln], console
+    if which == "plain":
+        shot = env.root / "shot.png"
+        r = run_chromium(env, "--window-size=1000,700", f"--screenshot={shot}", page.as_uri())
+        assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
+        colours = png_colours(shot)
+        # the graph's warm frame colours are on the page
+        warm = [c for c in colours if c[0] > 200 and 120 < c[1] < 230 and c[2] < 120]
+        assert len(colours) > 20 and warm, sorted(colours)[:20]
+
+
+# ---------------------------------------------------------------------------- run time, errors
+
+
+def test_formats_at_run_time(env):
+    r = env.strata("python", "-o", "rt", "--", "prog.py",
+                   env={"STRATA_OUTPUT_FORMATS": "text,json,pstats,folded,callgrind,html"})
+    assert r.returncode == 0, r.describe()
+    names = sorted(os.listdir(env.root / "rt"))
+    assert names == ["callgrind.out", "profile.folded", "profile.json", "profile.prof",
+                     "report.html", "wall_clock.txt"], names
+    pstats.Stats(str(env.root / "rt" / "profile.prof"))
+    r = env.strata("python", "-o", "rt2", "--", "prog.py", env={"STRATA_OUTPUT_FORMATS": "pstat"})
+    assert r.returncode == 2 and "STRATA_OUTPUT_FORMATS" in r.stderr and "pstat" in r.stderr
+    assert not (env.root / "rt2").exists()
+
+
+def test_old_profile_without_locations(env, result):
+    """A format_version 1 file from before locations: keys fall back to labels."""
+    data = json.loads((result / "profile.json").read_text())
+    del data["functions"]
+    for n in data["threads"][0]["nodes"]:
+        del n["function"]
+    old = env.root / "old.json"
+    old.write_text(json.dumps(data))
+    out = env.root / "old.prof"
+    report(env, old, "--format", "pstats", "-o", out)
+    stats = pstats.Stats(str(out)).stats
+    assert ("~", 0, "fib") in stats and stats[("~", 0, "fib")][1] == 3 * FIB_CALLS
+
+
+def bad(env, *args):
+    r = env.strata(*args)
+    assert r.returncode == 2, r.describe()
+    assert r.stderr.startswith("strata: error: ") and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    return r.stderr
+
+
+def test_bad_inputs(env, result):
+    text = (result / "profile.json").read_text()
+    (env.root / "trunc.json").write_text(text[: len(text) // 2])
+    assert "truncated" in bad(env, "report", env.root / "trunc.json")
+    (env.root / "corrupt.json").write_bytes(b"{\"format_version\": 1, \"threads\": [\x00\xff]}")
+    assert "not a valid profile.json" in bad(env, "report", env.root / "corrupt.json")
+    newer = json.loads(text)
+    newer["format_version"] = 2
+    (env.root / "newer.json").write_text(json.dumps(newer))
+    assert "newer" in bad(env, "report", env.root / "newer.json")
+    (env.root / "empty.json").write_text("")
+    assert "empty" in bad(env, "report", env.root / "empty.json")
+    (env.root / "emptydir").mkdir(exist_ok=True)
+    assert "no profile.json" in bad(env, "report", env.root / "emptydir")
+    assert "cannot read" in bad(env, "report", env.root / "missing.json")
+    assert "unknown format 'flame'" in bad(env, "report", "--format", "flame", result)
+    assert "unknown option" in bad(env, "report", "--bogus", result)
+    assert "needs a RESULT" in bad(env, "report")
+    assert "percentage" in bad(env, "report", "--format", "dot", "-n", "x", result)
+    # nothing half-written: an unwritable output leaves no file behind
+    assert "cannot write" in bad(env, "report", "--format", "json", "-o",
+                                 env.root / "nope" / "x.json", result)
+    assert not (env.root / "nope").exists()
