@@ -21,7 +21,9 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
         st_grid_row(g);
         st_strbuf_printf(&b, "|%u>>> ", th->index);
         if (node->depth > 0) {
-            st_strbuf_fill(&b, ' ', 2 * (size_t)(node->depth - 1));
+            uint32_t levels = node->depth - 1;
+            st_strbuf_fill(&b, ' ', 2 * (size_t)(levels < ST_TABLE_MAX_INDENT ? levels
+                                                                          : ST_TABLE_MAX_INDENT));
             st_strbuf_puts(&b, "|_");
         }
         st_strbuf_puts(&b, st_intern_str(m->labels, node->label));

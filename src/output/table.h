@@ -2,7 +2,13 @@
  * one table per component, every thread's call tree in depth-first order, labels
  * prefixed with the thread number (|0>>>) and indented with |_ under their parent.
  * Column widths follow timemory: at least 8, wide enough for the header and every
- * value; headers are centred as timemory centres them. */
+ * value; headers are centred as timemory centres them.
+ *
+ * Indentation stops growing at ST_TABLE_MAX_INDENT levels (the DEPTH column still
+ * says how deep a row is): every row is padded to the widest label, so a recursion
+ * 10,000 deep would otherwise make each table hundreds of megabytes. */
+
+#define ST_TABLE_MAX_INDENT 100
 #ifndef STRATA_OUTPUT_TABLE_H
 #define STRATA_OUTPUT_TABLE_H
 

@@ -343,6 +343,28 @@ static void test_table(void)
     CHECK(strstr(st_strbuf_cstr(&b),
                  "| |0>>> inefficient |      1 |      0 | wall_clock | sec    | 2.000000 | "
                  "2.000000 | 2.000000 | 2.000000 | 0.000000 | 0.000000 |  100.0 |\n") != NULL);
+    /* A recursion 5,000 deep: indentation stops at ST_TABLE_MAX_INDENT levels, so the
+     * table stays small; DEPTH still tells the truth. */
+    {
+        st_calltree_t deep;
+        st_calltree_init(&deep, 0);
+        static int dk[5000];
+        for (int i = 0; i < 5000; i++)
+            call(&deep, id, &dk[i], (uint64_t)i);
+        for (int i = 4999; i >= 0; i--)
+            ret(&deep, &dk[i], 10000);
+        st_model_thread_t dth = {.tree = &deep, .index = 0, .tid = 1, .name = "MainThread"};
+        st_model_t dm = m;
+        dm.threads = &dth;
+        st_strbuf_t db;
+        st_strbuf_init(&db);
+        st_table_write(&db, &dm, ST_COMP_TRIP_COUNT, 6);
+        const char *text = st_strbuf_cstr(&db);
+        CHECK(db.len < 5100 * (6 + 2 * ST_TABLE_MAX_INDENT + 64));
+        CHECK(strstr(text, "|   4999 |") != NULL);
+        st_strbuf_free(&db);
+        st_calltree_free(&deep);
+    }
     /* Labels are data: JSON escapes them. */
     st_intern_id(&labels, "bad\"label\n\x01", 12, &id);
     call(&t, id, &k, 0);
