@@ -272,6 +272,8 @@ def count_nodes(profile: dict) -> int:
 # --------------------------------------------------------------------------- tables
 
 _PREFIX = re.compile(r"^\|(\d+)>>> ")
+# Indentation stops growing after this many levels (docs/formats.md).
+MAX_INDENT = 100
 
 
 @dataclass
@@ -382,6 +384,9 @@ def parse_table(text: str) -> Table:
             name = body[2:]
             assert indent % 2 == 0, f"odd indentation in {raw!r}"
             level = indent // 2 + 1
+            assert level <= MAX_INDENT + 1, f"indented past the cap: {raw!r}"
+            if level == MAX_INDENT + 1 and "DEPTH" in cells:
+                level = int(cells["DEPTH"])  # indentation stops growing; DEPTH goes on
         else:
             assert indent == 0, f"indented label without |_ : {raw!r}"
             name = body
