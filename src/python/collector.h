@@ -229,6 +229,11 @@ static inline void stamp(st_thread_t *th, st_frame_t *f, uint32_t label)
 static inline void pop(st_thread_t *th)
 {
     uint64_t now[ST_NTIMERS] = {0, 0};
+    if (st_py.ntimers == 1 && !st_py.tracing) {
+        now[ST_TIMER_WALL] = st_clock_ticks();
+        st_calltree_close_top(&th->tree, now, 1);
+        return;
+    }
     uint32_t traced = th->tree.stack[th->tree.depth - 1].traced;
     if (st_py.ntimers == 1) {
         now[ST_TIMER_WALL] = st_clock_ticks();
