@@ -136,7 +136,7 @@ static inline PyObject *enter(PyObject *const *args, int may_disable)
 {
     st_pythread_t *ts = thread_state();
     PyCodeObject *co = (PyCodeObject *)args[0];
-    if (ts && on_call(ts, co, co, NULL) && may_disable)
+    if (ts && on_call(ts, co, co, NULL, st_py.tracing) && may_disable)
         return disable(co);
     Py_RETURN_NONE;
 }
@@ -157,7 +157,7 @@ static inline PyObject *leave(PyObject *const *args, int may_disable)
 {
     st_pythread_t *ts = thread_state();
     PyCodeObject *co = (PyCodeObject *)args[0];
-    if (ts && !on_return(ts, co) && exit_skipped(ts, co) && may_disable)
+    if (ts && !on_return(ts, co, st_py.tracing) && exit_skipped(ts, co) && may_disable)
         return disable(co);
     Py_RETURN_NONE;
 }
@@ -215,11 +215,11 @@ static PyObject *cb_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         return disable(caller);
     }
     if (PyCFunction_CheckExact(fn) || PyCMethod_CheckExact(fn)) {
-        on_c_call(ts, st_pylabel_cfunc(fn), fn);
+        on_c_call(ts, st_pylabel_cfunc(fn), fn, st_py.tracing);
     } else if (Py_IS_TYPE(fn, &PyMethodDescr_Type) && arg0 != mon.missing) {
         PyMethodDescrObject *d = (PyMethodDescrObject *)fn;
         if (PyObject_TypeCheck(arg0, PyDescr_TYPE(d)))
-            on_c_call(ts, st_pylabel_cmethod(d->d_method, arg0), fn);
+            on_c_call(ts, st_pylabel_cmethod(d->d_method, arg0), fn, st_py.tracing);
     }
     Py_RETURN_NONE;
 }
@@ -234,7 +234,7 @@ static PyObject *cb_c_exit(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_RETURN_NONE;
     codeinfo_t *ci = code_info((PyCodeObject *)args[0]);
     if (ci && ci->module_ok)
-        on_c_return(ts, args[2]);
+        on_c_return(ts, args[2], st_py.tracing);
     Py_RETURN_NONE;
 }
 

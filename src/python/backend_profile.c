@@ -69,37 +69,57 @@ static void check_frame_layout(void) {}
 /* The hook                                                                   */
 
 
-static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+/* The hook, in one copy with the timeline and one without (`tracing` is a
+ * constant in each), so that a run without a timeline pays nothing for it; the
+ * one a run needs is installed. */
+static inline __attribute__((always_inline)) int hook_impl(PyObject *obj, PyFrameObject *frame,
+                                                          int what, PyObject *arg,
+                                                          const int tracing)
 {
     st_pythread_t *ts = (st_pythread_t *)obj;
     switch (what) {
     case PyTrace_CALL:
-        on_call(ts, frame_code(frame), frame, frame);
+        on_call(ts, frame_code(frame), frame, frame, tracing);
         return 0;
     case PyTrace_RETURN:
-        on_return(ts, frame);
+        on_return(ts, frame, tracing);
         return 0;
     case PyTrace_C_CALL:
         if (st_py.trace_c && !ts->blocked) {
             codeinfo_t *ci = code_info(frame_code(frame));
             if (ci && ci->module_ok)
-                on_c_call(ts, st_pylabel_cfunc(arg), (const char *)frame + 1);
+                on_c_call(ts, st_pylabel_cfunc(arg), (const char *)frame + 1, tracing);
         }
         return 0;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
-        on_c_return(ts, (const char *)frame + 1);
+        on_c_return(ts, (const char *)frame + 1, tracing);
         return 0;
     default:
         return 0;
     }
 }
 
+static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return hook_impl(obj, frame, what, arg, 0);
+}
+
+static int hook_traced(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return hook_impl(obj, frame, what, arg, 1);
+}
+
+/* The hook for this run: with the timeline or without. */
+static Py_tracefunc run_hook(void) { return st_py.tracing ? hook_traced : hook; }
+
+static int is_ours(Py_tracefunc f) { return f == hook || f == hook_traced; }
+
 /* The calling thread's st_pythread_t, if the hook is installed on it. */
 st_pythread_t *st_pybackend_current(void)
 {
     PyThreadState *tstate = PyThreadState_Get();
-    if (tstate->c_profilefunc == hook)
+    if (is_ours(tstate->c_profilefunc))
         return (st_pythread_t *)tstate->c_profileobj;
     return NULL;
 }
@@ -119,10 +139,10 @@ static int install_on(PyThreadState *tstate, int is_current, int make_tree)
         return -1;
     }
     if (is_current) {
-        PyEval_SetProfile(hook, (PyObject *)ts);
+        PyEval_SetProfile(run_hook(), (PyObject *)ts);
         return 0;
     }
-    return _PyEval_SetProfile(tstate, hook, (PyObject *)ts);
+    return _PyEval_SetProfile(tstate, run_hook(), (PyObject *)ts);
 }
 
 /* threading.setprofile trampoline: the first event of a new thread installs the C
@@ -141,7 +161,7 @@ static PyObject *bootstrap(PyObject *self, PyObject *args)
     st_pythread_t *ts = st_pybackend_current();
     const char *ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : "";
     if (ts && ev && strcmp(ev, "call") == 0 && PyFrame_Check(frame))
-        hook((PyObject *)ts, (PyFrameObject *)frame, PyTrace_CALL, Py_None);
+        run_hook()((PyObject *)ts, (PyFrameObject *)frame, PyTrace_CALL, Py_None);
     Py_RETURN_NONE;
 }
 
@@ -196,7 +216,7 @@ void st_pybackend_stop(void)
     PyThreadState *me = PyThreadState_Get();
     for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t;
          t = PyThreadState_Next(t)) {
-        if (t->c_profilefunc == hook) {
+        if (is_ours(t->c_profilefunc)) {
             if (_PyEval_SetProfile(t, NULL, NULL) < 0)
                 PyErr_Clear();
         }

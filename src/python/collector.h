@@ -211,14 +211,14 @@ static inline void update_blocked(st_pythread_t *ts)
 
 /* Stamps a call just opened with its start times, read last (after the
  * bookkeeping); with a timeline, records its begin at the same tick. */
-static inline void stamp(st_thread_t *th, st_frame_t *f, uint32_t label)
+static inline void stamp(st_thread_t *th, st_frame_t *f, uint32_t label, const int tracing)
 {
     if (st_py.want_cpu)
         f->t0[ST_TIMER_CPU] = st_clock_thread_cpu_ns();
     if (st_py.want_wall) {
         uint64_t t = st_clock_ticks();
         f->t0[ST_TIMER_WALL] = t;
-        if (st_py.tracing)
+        if (tracing)
             f->traced = (uint32_t)st_trace_begin(&th->trace, label, t);
     }
 }
@@ -226,10 +226,10 @@ static inline void stamp(st_thread_t *th, st_frame_t *f, uint32_t label)
 /* Closes the thread's top call (the caller checked it is this event's), reading
  * the clocks first. The common single-timer case is its own branch so that the
  * accumulation loop is unrolled. */
-static inline void pop(st_thread_t *th)
+static inline void pop(st_thread_t *th, const int tracing)
 {
     uint64_t now[ST_NTIMERS] = {0, 0};
-    if (st_py.ntimers == 1 && !st_py.tracing) {
+    if (st_py.ntimers == 1 && !tracing) {
         now[ST_TIMER_WALL] = st_clock_ticks();
         st_calltree_close_top(&th->tree, now, 1);
         return;
@@ -245,7 +245,7 @@ static inline void pop(st_thread_t *th)
             now[ST_TIMER_CPU] = st_clock_thread_cpu_ns();
         st_calltree_close_top(&th->tree, now, st_py.ntimers);
     }
-    if (traced)
+    if (tracing && traced)
         st_trace_end(&th->trace, now[ST_TIMER_WALL]);
 }
 
@@ -259,14 +259,16 @@ static inline st_thread_t *thread_tree(st_pythread_t *ts)
     return th;
 }
 
-/* The collector's events, called by the backend with the GIL held. `key`
+/* The collector's events, called by the backend with the GIL held. `tracing` is
+ * st_py.tracing; a backend may pass it as a constant (backend_profile.c has one copy
+ * of its hook for each value), so that a run without a timeline pays nothing for it. `key`
  * identifies the call (its frame, or its code object on 3.12+) so that its end can
  * be matched; `frame` is only read for --label args (NULL: the running frame). */
 
 /* A Python function starts (or a generator or coroutine resumes). Returns 1 when
  * the code is skipped (code_skipped): the backend may switch its events off. */
 static inline int on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
-                          PyFrameObject *frame)
+                          PyFrameObject *frame, const int tracing)
 {
     if (ts->suppress) {
         if (key == ts->suppress)
@@ -309,14 +311,14 @@ static inline int on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
                          : ci->label;
     st_frame_t *f = st_calltree_push(&th->tree, label, key);
     if (f)
-        stamp(th, f, label);
+        stamp(th, f, label, tracing);
     return 0;
 }
 
 /* A Python function returns, yields or unwinds. Returns 1 when it closed a
  * recorded call. While a @noprofile call runs nothing is popped: whatever was
  * pushed before it ends after it. */
-static inline int on_return(st_pythread_t *ts, const void *key)
+static inline int on_return(st_pythread_t *ts, const void *key, const int tracing)
 {
     if (ts->suppress) {
         if (key == ts->suppress) {
@@ -331,7 +333,7 @@ static inline int on_return(st_pythread_t *ts, const void *key)
     }
     int popped = 0;
     if (ts->th && st_calltree_top_key(&ts->th->tree) == key) {
-        pop(ts->th);
+        pop(ts->th, tracing);
         popped = 1;
     }
     if (key == ts->scope_root) {
@@ -350,7 +352,8 @@ static inline int on_return(st_pythread_t *ts, const void *key)
  * is not blocked, and that the calling code's file is kept (module_ok): C
  * functions called from left-out files (strata's own, threading's) are left out
  * with them. */
-static inline void on_c_call(st_pythread_t *ts, const cfunc_entry_t *e, const void *key)
+static inline void on_c_call(st_pythread_t *ts, const cfunc_entry_t *e, const void *key,
+                             const int tracing)
 {
     if (!e || !e->keep)
         return;
@@ -359,14 +362,14 @@ static inline void on_c_call(st_pythread_t *ts, const cfunc_entry_t *e, const vo
         return;
     st_frame_t *f = st_calltree_push(&th->tree, e->label, key);
     if (f)
-        stamp(th, f, e->label);
+        stamp(th, f, e->label, tracing);
 }
 
 /* A C function returns or raises. */
-static inline void on_c_return(st_pythread_t *ts, const void *key)
+static inline void on_c_return(st_pythread_t *ts, const void *key, const int tracing)
 {
     if (!ts->suppress && ts->th && st_calltree_top_key(&ts->th->tree) == key)
-        pop(ts->th);
+        pop(ts->th, tracing);
 }
 
 #endif
