@@ -121,7 +121,7 @@ mv "$ROOT$WORK/src.new" "$ROOT$WORK/src"
 # shared/ beside the checkout (seed documents, reference schemas some tests read)
 rm -rf "$ROOT$WORK/shared"
 if [ -d "$REPO/../shared" ]; then
-    cp -a "$REPO/../shared" "$ROOT$WORK/shared"
+    cp -aL "$REPO/../shared" "$ROOT$WORK/shared"
 fi
 # What this machine's pip needs to reach PyPI: DNS, locally added CA certificates
 # (a proxy's), pip's configuration; pip's and the proxies' variables pass below.
