@@ -20,28 +20,7 @@
 #include "output/table.h"
 #include "session/args.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (cond) {                                                                     \
-            passed++;                                                                   \
-        } else {                                                                        \
-            failed++;                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-        }                                                                               \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                            \
-    do {                                                                                \
-        const char *g_ = (got), *w_ = (want);                                           \
-        if (strcmp(g_, w_) == 0) {                                                      \
-            passed++;                                                                   \
-        } else {                                                                        \
-            failed++;                                                                   \
-            fprintf(stderr, "%s:%d: got\n%s\nwanted\n%s\n", __FILE__, __LINE__, g_, w_); \
-        }                                                                               \
-    } while (0)
+#include "check.h"
 
 /* Calls with fake times: push at t0, pop at t1. */
 static void call(st_calltree_t *t, uint32_t label, const void *key, uint64_t t0)
@@ -448,6 +427,5 @@ int main(void)
     test_filter();
     test_table();
     test_trace();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return st_check_report();
 }

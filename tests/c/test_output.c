@@ -30,17 +30,7 @@
 #include "output/speedscope.h"
 #include "report/formats.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (cond) {                                                                     \
-            passed++;                                                                   \
-        } else {                                                                        \
-            failed++;                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-        }                                                                               \
-    } while (0)
+#include "check.h"
 
 #define CONTAINS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) != NULL)
 #define LACKS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) == NULL)
@@ -503,6 +493,5 @@ int main(void)
     test_merge();
     test_empty();
     test_formats();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return st_check_report();
 }
