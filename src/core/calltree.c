@@ -24,10 +24,7 @@ int st_calltree_init(st_calltree_t *t, uint32_t max_nodes)
     t->nodes = malloc(t->capnodes * sizeof *t->nodes);
     t->capstack = 32;
     t->stack = malloc(t->capstack * sizeof *t->stack);
-    t->map_slots = 64;
-    t->map_keys = calloc(t->map_slots, sizeof *t->map_keys);
-    t->map_vals = malloc(t->map_slots * sizeof *t->map_vals);
-    if (!t->nodes || !t->stack || !t->map_keys || !t->map_vals) {
+    if (!t->nodes || !t->stack) {
         st_calltree_free(t);
         return ST_ENOMEM;
     }
@@ -40,68 +37,20 @@ void st_calltree_free(st_calltree_t *t)
 {
     free(t->nodes);
     free(t->stack);
-    free(t->map_keys);
-    free(t->map_vals);
+    st_u64map_free(&t->children);
     memset(t, 0, sizeof *t);
-}
-
-static inline uint64_t map_hash(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdu;
-    k ^= k >> 33;
-    return k;
-}
-
-static int map_grow(st_calltree_t *t)
-{
-    uint32_t slots = t->map_slots * 2;
-    uint64_t *keys = calloc(slots, sizeof *keys);
-    uint32_t *vals = malloc(slots * sizeof *vals);
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
-        return ST_ENOMEM;
-    }
-    for (uint32_t i = 0; i < t->map_slots; i++) {
-        if (!t->map_keys[i])
-            continue;
-        uint32_t j = (uint32_t)map_hash(t->map_keys[i]) & (slots - 1);
-        while (keys[j])
-            j = (j + 1) & (slots - 1);
-        keys[j] = t->map_keys[i];
-        vals[j] = t->map_vals[i];
-    }
-    free(t->map_keys);
-    free(t->map_vals);
-    t->map_keys = keys;
-    t->map_vals = vals;
-    t->map_slots = slots;
-    return 0;
 }
 
 /* The child of `parent` labelled `label`, made if new; ST_NODE_NONE when the node
  * limit is reached or memory runs out. */
 static uint32_t child_of(st_calltree_t *t, uint32_t parent, uint32_t label)
 {
-    uint64_t key = (((uint64_t)parent << 32) | label) + 1;
-    uint32_t i = (uint32_t)map_hash(key) & (t->map_slots - 1);
-    while (t->map_keys[i]) {
-        if (t->map_keys[i] == key)
-            return t->map_vals[i];
-        i = (i + 1) & (t->map_slots - 1);
-    }
+    uint64_t key = ((uint64_t)parent << 32) | label;
+    uint32_t found = st_u64map_get(&t->children, key);
+    if (found != UINT32_MAX)
+        return found;
     if (t->nnodes >= t->max_nodes || t->failed)
         return ST_NODE_NONE;
-    if ((uint64_t)(t->map_count + 1) * 2 > t->map_slots) {
-        if (map_grow(t) < 0) {
-            t->failed = 1;
-            return ST_NODE_NONE;
-        }
-        i = (uint32_t)map_hash(key) & (t->map_slots - 1);
-        while (t->map_keys[i])
-            i = (i + 1) & (t->map_slots - 1);
-    }
     if (t->nnodes == t->capnodes) {
         uint32_t cap = t->capnodes * 2;
         st_node_t *nodes = realloc(t->nodes, (size_t)cap * sizeof *nodes);
@@ -112,7 +61,12 @@ static uint32_t child_of(st_calltree_t *t, uint32_t parent, uint32_t label)
         t->nodes = nodes;
         t->capnodes = cap;
     }
-    uint32_t c = t->nnodes++;
+    uint32_t c = t->nnodes;
+    if (st_u64map_put(&t->children, key, c, NULL) < 0) {
+        t->failed = 1;
+        return ST_NODE_NONE;
+    }
+    t->nnodes++;
     st_node_t *p = &t->nodes[parent];
     node_init(&t->nodes[c], label, parent, p->depth + 1);
     if (p->last_child == ST_NODE_NONE)
@@ -120,9 +74,6 @@ static uint32_t child_of(st_calltree_t *t, uint32_t parent, uint32_t label)
     else
         t->nodes[p->last_child].next_sibling = c;
     p->last_child = c;
-    t->map_keys[i] = key;
-    t->map_vals[i] = c;
-    t->map_count++;
     return c;
 }
 

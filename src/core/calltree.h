@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/u64map.h"
+
 #define ST_TIMER_WALL 0
 #define ST_TIMER_CPU 1
 #define ST_NTIMERS 2
@@ -78,9 +80,7 @@ typedef struct {
     uint32_t nnodes, capnodes, max_nodes;
     st_frame_t *stack;
     uint32_t depth, capstack;
-    uint64_t *map_keys;    /* (parent << 32 | label) + 1, 0 = empty */
-    uint32_t *map_vals;
-    uint32_t map_slots, map_count;
+    st_u64map_t children;  /* (parent << 32 | label) -> node */
     uint64_t dropped;      /* calls not recorded because of max_nodes */
     int failed;            /* sticky: an allocation failed */
 } st_calltree_t;
