@@ -23,8 +23,11 @@
  * method for the variance.
  *
  * Bounds: at most `max_nodes` nodes; a call that would need a new node beyond that
- * is counted in `dropped` and not recorded (nor is anything it calls), and the
- * stack stays balanced. An allocation failure sets the sticky `failed` flag and
+ * is not recorded, nor is anything it calls, and the stack stays balanced. Every
+ * call not recorded is counted in `dropped`, those made under a dropped call too,
+ * so that the count is the number of calls missing from the tree. A call pushed
+ * with the label ST_NODE_NONE (a collector that could not make its label) is
+ * dropped the same way. An allocation failure sets the sticky `failed` flag and
  * behaves the same way. */
 #ifndef STRATA_CORE_CALLTREE_H
 #define STRATA_CORE_CALLTREE_H
@@ -105,11 +108,13 @@ static inline st_frame_t *st_calltree_push(st_calltree_t *t, uint32_t label, con
         return NULL;
     uint32_t parent = t->depth ? t->stack[t->depth - 1].node : 0;
     uint32_t node = ST_NODE_NONE;
-    if (parent != ST_NODE_NONE) {
+    if (__builtin_expect(parent != ST_NODE_NONE && label != ST_NODE_NONE, 1)) {
         uint32_t hint = t->nodes[parent].hint;
         node = (hint != ST_NODE_NONE && t->nodes[hint].label == label)
                    ? hint
                    : st_calltree_child(t, parent, label);
+    } else {
+        t->dropped++;
     }
     st_frame_t *f = &t->stack[t->depth++];
     f->key = key;
@@ -118,6 +123,14 @@ static inline st_frame_t *st_calltree_push(st_calltree_t *t, uint32_t label, con
     for (int i = 0; i < ST_NTIMERS; i++)
         f->child[i] = 0;
     return f;
+}
+
+/* 1 when a call pushed now could get a new node: the tree is below its node
+ * limit, no allocation failed and the innermost open call was recorded. */
+static inline int st_calltree_can_grow(const st_calltree_t *t)
+{
+    return t->nnodes < t->max_nodes && !t->failed &&
+           (t->depth == 0 || t->stack[t->depth - 1].node != ST_NODE_NONE);
 }
 
 /* Folds the node's pending batch into each timer's mean and M2. */

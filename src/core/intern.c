@@ -12,6 +12,8 @@ void st_intern_free(st_intern_t *t)
     for (uint32_t i = 0; i < t->count; i++)
         free(t->strings[i]);
     free(t->strings);
+    free(t->tags);
+    free(t->shared);
     free(t->slots);
     memset(t, 0, sizeof *t);
 }
@@ -44,15 +46,25 @@ static int rehash(st_intern_t *t, uint32_t nslots)
 
 int st_intern_id(st_intern_t *t, const char *s, size_t n, uint32_t *id)
 {
+    return st_intern_tagged(t, s, n, ST_INTERN_NOTAG, id);
+}
+
+int st_intern_tagged(st_intern_t *t, const char *s, size_t n, uint32_t tag, uint32_t *id)
+{
     if (t->nslots == 0 && rehash(t, 64) < 0)
         return ST_ENOMEM;
     uint64_t h = hash_bytes(s, n);
     uint32_t i = (uint32_t)h & (t->nslots - 1);
+    uint32_t same_text = UINT32_MAX; /* an entry with this string and another tag */
     while (t->slots[i]) {
-        const char *cand = t->strings[t->slots[i] - 1];
+        uint32_t c = t->slots[i] - 1;
+        const char *cand = t->strings[c];
         if (strncmp(cand, s, n) == 0 && cand[n] == '\0') {
-            *id = t->slots[i] - 1;
-            return 0;
+            if (t->tags[c] == tag) {
+                *id = c;
+                return 0;
+            }
+            same_text = c;
         }
         i = (i + 1) & (t->nslots - 1);
     }
@@ -69,6 +81,14 @@ int st_intern_id(st_intern_t *t, const char *s, size_t n, uint32_t *id)
         if (!p)
             return ST_ENOMEM;
         t->strings = p;
+        uint32_t *tags = realloc(t->tags, cap * sizeof *tags);
+        if (!tags)
+            return ST_ENOMEM;
+        t->tags = tags;
+        uint8_t *shared = realloc(t->shared, cap);
+        if (!shared)
+            return ST_ENOMEM;
+        t->shared = shared;
         t->cap = cap;
     }
     char *copy = malloc(n + 1);
@@ -77,6 +97,10 @@ int st_intern_id(st_intern_t *t, const char *s, size_t n, uint32_t *id)
     memcpy(copy, s, n);
     copy[n] = '\0';
     t->strings[t->count] = copy;
+    t->tags[t->count] = tag;
+    t->shared[t->count] = same_text != UINT32_MAX;
+    if (same_text != UINT32_MAX)
+        t->shared[same_text] = 1;
     t->slots[i] = t->count + 1;
     *id = t->count++;
     return 0;

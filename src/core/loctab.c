@@ -22,7 +22,8 @@ void st_loctab_free(st_loctab_t *t)
 
 static uint32_t loc_hash(const st_loc_t *l)
 {
-    uint64_t k = ((uint64_t)l->file << 32) ^ l->name ^ ((uint64_t)(uint32_t)l->line << 17);
+    uint64_t k = ((uint64_t)l->file << 32) ^ l->name ^ ((uint64_t)(uint32_t)l->line << 17) ^
+                 ((uint64_t)l->qual << 41);
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdu;
     k ^= k >> 33;
@@ -48,16 +49,25 @@ static int rehash(st_loctab_t *t, uint32_t nslots)
 
 int st_loctab_add(st_loctab_t *t, const char *file, int32_t line, const char *name, uint32_t *id)
 {
-    st_loc_t l = {0, 0, line};
+    return st_loctab_add_qual(t, file, line, name, NULL, id);
+}
+
+int st_loctab_add_qual(st_loctab_t *t, const char *file, int32_t line, const char *name,
+                       const char *qual, uint32_t *id)
+{
+    st_loc_t l = {0, 0, 0, line};
     if (st_intern_id(&t->strings, file, strlen(file), &l.file) < 0 ||
         st_intern_id(&t->strings, name, strlen(name), &l.name) < 0)
+        return ST_ENOMEM;
+    l.qual = l.name;
+    if (qual && st_intern_id(&t->strings, qual, strlen(qual), &l.qual) < 0)
         return ST_ENOMEM;
     if (t->nslots == 0 && rehash(t, 64) < 0)
         return ST_ENOMEM;
     uint32_t i = loc_hash(&l) & (t->nslots - 1);
     while (t->slots[i]) {
         const st_loc_t *c = &t->locs[t->slots[i] - 1];
-        if (c->file == l.file && c->name == l.name && c->line == l.line) {
+        if (c->file == l.file && c->name == l.name && c->line == l.line && c->qual == l.qual) {
             *id = t->slots[i] - 1;
             return 0;
         }

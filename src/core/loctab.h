@@ -1,16 +1,19 @@
-/* Where each label's code lives: (file, first line, function name), the key that
- * pstats, callgrind and the call graph group by.
+/* Where each label's code lives: (file, first line, function name, qualified
+ * name), the key that pstats, callgrind and the call graph group by.
  *
- * Design note. A tree node is keyed by its display label, which may carry
- * decorations (`fib(n=5)[example.py:3]`) and is what the tables show. The tools
- * people already use key a function by its location instead: cProfile's
- * (co_filename, co_firstlineno, co_name), and ('~', 0, '<built-in method sorted>')
- * for a C function. The collector records one location per label when it interns
- * the label (once per code object, never on the hot path); many labels can share
- * one location (every `fib(n=...)` is the function fib), and a label has at most
- * one (the first recorded wins: two functions with the same qualified name in
- * different files share a label, and so a node, unless `--label file` tells them
- * apart).
+ * Design note. A label (core/intern.h) is a display text and the function it
+ * names, its location here: Python code is (co_filename, co_firstlineno, co_name,
+ * co_qualname); a C function is cProfile's ('~', 0, '<built-in method sorted>').
+ * The collector adds the location first and interns the label tagged with it
+ * (once per code object, never on the hot path), so two functions that share a
+ * display text (two modules' `work()`, `re.compile` and `re._compiler.compile`)
+ * are two labels and two call-tree nodes. Many labels can share one location
+ * (every `fib(n=...)` of --label args is the function fib); a label has exactly
+ * one, or none (a plain text label).
+ *
+ * `name` is what pstats keys by (cProfile's co_name); `qual` the qualified name
+ * (co_qualname, "Class.method"), which tells methods of one file apart for people
+ * (callgrind). A location made without one has qual == name.
  *
  * Locations are deduplicated: ids are dense (0, 1, ...) in the order first seen.
  * Not thread-safe (the collector holds the GIL). */
@@ -27,6 +30,7 @@
 typedef struct {
     uint32_t file;   /* id in the table's strings ("~" for C functions) */
     uint32_t name;   /* id in the table's strings */
+    uint32_t qual;   /* id in the table's strings: the qualified name */
     int32_t line;    /* first line, 0 for C functions */
 } st_loc_t;
 
@@ -43,9 +47,14 @@ typedef struct {
 void st_loctab_init(st_loctab_t *t);
 void st_loctab_free(st_loctab_t *t);
 
-/* The id of location (file, line, name), added if new. Returns 0 or ST_ENOMEM. */
+/* The id of location (file, line, name), added if new (its qualified name is
+ * `name`). Returns 0 or ST_ENOMEM. */
 int st_loctab_add(st_loctab_t *t, const char *file, int32_t line, const char *name,
                   uint32_t *id);
+
+/* The same with a qualified name (NULL: name). */
+int st_loctab_add_qual(st_loctab_t *t, const char *file, int32_t line, const char *name,
+                       const char *qual, uint32_t *id);
 
 /* Records that `label` is the code at (file, line, name), unless the label has a
  * location already. Returns 0 or ST_ENOMEM. */

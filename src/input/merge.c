@@ -130,25 +130,25 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
         const st_node_t *n = &src->nodes[i];
         uint32_t l = n->label;
         if (rm->labels[l] == UINT32_MAX) {
-            const char *text = st_intern_str(m->labels, l);
-            if (st_intern_id(&out->labels, text, strlen(text), &rm->labels[l]) < 0) {
-                rc = ST_ENOMEM;
-                break;
-            }
-            uint32_t loc = st_loctab_of(m->locs, l);
+            /* the function first: a label is its text and its function */
+            uint32_t loc = st_loctab_of(m->locs, l), oloc = ST_LOC_NONE;
             if (loc != ST_LOC_NONE) {
                 if (rm->locs[loc] == UINT32_MAX) {
                     const st_loc_t *lc = st_loctab_get(m->locs, loc);
-                    if (st_loctab_add(&out->locs, st_loctab_str(m->locs, lc->file), lc->line,
-                                      st_loctab_str(m->locs, lc->name), &rm->locs[loc]) < 0) {
+                    if (st_loctab_add_qual(&out->locs, st_loctab_str(m->locs, lc->file), lc->line,
+                                           st_loctab_str(m->locs, lc->name),
+                                           st_loctab_str(m->locs, lc->qual), &rm->locs[loc]) < 0) {
                         rc = ST_ENOMEM;
                         break;
                     }
                 }
-                if (st_loctab_set_id(&out->locs, rm->labels[l], rm->locs[loc]) < 0) {
-                    rc = ST_ENOMEM;
-                    break;
-                }
+                oloc = rm->locs[loc];
+            }
+            const char *text = st_intern_str(m->labels, l);
+            if (st_intern_tagged(&out->labels, text, strlen(text), oloc, &rm->labels[l]) < 0 ||
+                (oloc != ST_LOC_NONE && st_loctab_set_id(&out->locs, rm->labels[l], oloc) < 0)) {
+                rc = ST_ENOMEM;
+                break;
             }
         }
         uint32_t parent = n->parent < i ? map[n->parent] : ST_NODE_NONE;

@@ -306,6 +306,7 @@ static int read_functions(reader_t *r)
         st_strbuf_reset(&r->str);
         st_strbuf_t name;
         st_strbuf_init(&name);
+        int have_qual = 0; /* "qualname", since strata 0.9: absent means "name" */
         while ((m2 = st_jp_obj_next(&r->jp, &r->key)) > 0) {
             const char *k = st_strbuf_cstr(&r->key);
             int c;
@@ -315,6 +316,8 @@ static int read_functions(reader_t *r)
                 c = st_jp_int(&r->jp, 0, INT32_MAX, &line);
             else if (strcmp(k, "name") == 0)
                 c = st_jp_string(&r->jp, &name), have_name = 1;
+            else if (strcmp(k, "qualname") == 0)
+                c = st_jp_string(&r->jp, &r->str), have_qual = 1;
             else
                 c = st_jp_skip(&r->jp);
             if (c < 0)
@@ -341,8 +344,9 @@ static int read_functions(reader_t *r)
             r->fn_map = m;
         }
         uint32_t id;
-        if (st_loctab_add(&r->p->locs, st_strbuf_cstr(&file), (int32_t)line,
-                          st_strbuf_cstr(&name), &id) < 0)
+        if (st_loctab_add_qual(&r->p->locs, st_strbuf_cstr(&file), (int32_t)line,
+                               st_strbuf_cstr(&name), have_qual ? st_strbuf_cstr(&r->str) : NULL,
+                               &id) < 0)
             rc = FAIL(r, "out of memory");
         st_strbuf_free(&name);
         r->fn_map[r->nfns++] = id;
@@ -670,22 +674,40 @@ static int read_document(reader_t *r)
     return st_jp_finish(&r->jp);
 }
 
-/* Node function indices -> the label's location. */
+/* Node function indices -> labels: a label is its text and its function
+ * (core/intern.h), so the labels read as text are made again, each tagged with
+ * its node's function; nodes of two functions that share a text (files written
+ * before labels had functions merged them; later ones keep them apart) get two
+ * labels. */
 static int resolve_functions(reader_t *r)
 {
     st_profile_t *p = r->p;
+    st_intern_t labels;
+    st_intern_init(&labels);
     for (size_t t = 0; t < p->nthreads; t++) {
         const uint32_t *fn = r->node_fn[t];
-        const st_calltree_t *tree = &p->trees[t];
-        for (uint32_t i = 1; fn && i < tree->nnodes; i++) {
-            if (fn[i] == ST_LOC_NONE)
-                continue;
-            if (fn[i] >= r->nfns)
-                return -1 - (int)i;
-            if (st_loctab_set_id(&p->locs, tree->nodes[i].label, r->fn_map[fn[i]]) < 0)
+        st_calltree_t *tree = &p->trees[t];
+        for (uint32_t i = 1; i < tree->nnodes; i++) {
+            uint32_t loc = fn ? fn[i] : ST_LOC_NONE;
+            if (loc != ST_LOC_NONE) {
+                if (loc >= r->nfns) {
+                    st_intern_free(&labels);
+                    return -1 - (int)i;
+                }
+                loc = r->fn_map[loc];
+            }
+            const char *text = st_intern_str(&p->labels, tree->nodes[i].label);
+            uint32_t id;
+            if (st_intern_tagged(&labels, text, strlen(text), loc, &id) < 0 ||
+                (loc != ST_LOC_NONE && st_loctab_set_id(&p->locs, id, loc) < 0)) {
+                st_intern_free(&labels);
                 return ST_ENOMEM;
+            }
+            tree->nodes[i].label = id;
         }
     }
+    st_intern_free(&p->labels);
+    p->labels = labels;
     return 0;
 }
 

@@ -23,6 +23,8 @@ void st_fgraph_free(st_fgraph_t *g)
     free(g->fns);
     free(g->edges);
     free(g->fn_of_key);
+    free(g->qual_uses);
+    free(g->long_name);
     st_u64map_free(&g->emap);
     memset(g, 0, sizeof *g);
 }
@@ -216,6 +218,38 @@ int st_fgraph_build(st_fgraph_t *g, const st_model_t *m, long rank)
     for (uint32_t e = 0; e < g->nedges; e++)
         if (g->edges[e].ct < g->edges[e].tt)
             g->edges[e].ct = g->edges[e].tt;
+    size_t nstr = m->locs ? m->locs->strings.count : 0;
+    g->qual_uses = calloc(nstr ? nstr : 1, sizeof *g->qual_uses);
+    if (!g->qual_uses) {
+        st_fgraph_free(g);
+        return ST_ENOMEM;
+    }
+    for (uint32_t f = 0; f < g->nfns; f++)
+        if (g->fns[f].loc != ST_LOC_NONE)
+            g->qual_uses[st_loctab_get(m->locs, g->fns[f].loc)->qual]++;
+    /* the module-qualified names of functions that share a qualified name: those
+     * that are still not unique are named by their file's path */
+    g->long_name = calloc(g->nfns ? g->nfns : 1, 1);
+    st_intern_t seen;
+    st_intern_init(&seen);
+    st_strbuf_t name;
+    st_strbuf_init(&name);
+    int bad = !g->long_name;
+    for (uint32_t f = 0; f < g->nfns && !bad; f++) {
+        st_strbuf_reset(&name);
+        st_fgraph_name(g, m, f, 0, &name);
+        uint32_t id;
+        bad = name.failed || st_intern_tagged(&seen, name.data ? name.data : "", name.len, f, &id) < 0;
+    }
+    for (uint32_t id = 0; id < seen.count && !bad; id++)
+        if (st_intern_shared(&seen, id))
+            g->long_name[st_intern_tag(&seen, id)] = 1;
+    st_intern_free(&seen);
+    st_strbuf_free(&name);
+    if (bad) {
+        st_fgraph_free(g);
+        return ST_ENOMEM;
+    }
     for (uint32_t f = 0; f < g->nfns; f++) {
         g->total_tt += g->fns[f].tt;
         if (g->fns[f].ct > g->max_ct)
@@ -241,8 +275,40 @@ void st_fgraph_name(const st_fgraph_t *g, const st_model_t *m, uint32_t fn, int 
     const st_loc_t *l = st_loctab_get(m->locs, f->loc);
     const char *file = st_loctab_str(m->locs, l->file);
     const char *name = st_loctab_str(m->locs, l->name);
-    if (!qualified || strcmp(file, "~") == 0) {
+    if (strcmp(file, "~") == 0) {
         st_strbuf_puts(out, name);
+        return;
+    }
+    if (!qualified) {
+        const char *qual = st_loctab_str(m->locs, l->qual);
+        if (g->qual_uses[l->qual] <= 1) {
+            st_strbuf_puts(out, qual);
+            return;
+        }
+        if (g->long_name && g->long_name[fn]) {
+            st_strbuf_printf(out, "%s [%s:%d]", qual, file, (int)l->line);
+            return;
+        }
+        /* module.qualname:line */
+        const char *b = base_name(file);
+        size_t blen = strlen(b);
+        if (blen > 3 && strcmp(b + blen - 3, ".py") == 0)
+            blen -= 3;
+        if (blen == 8 && strncmp(b, "__init__", 8) == 0 && b > file + 1) {
+            const char *end = b - 1, *start = end;
+            while (start > file && start[-1] != '/')
+                start--;
+            if (end > start) {
+                b = start;
+                blen = (size_t)(end - start);
+            }
+        }
+        st_strbuf_add(out, b, blen);
+        st_strbuf_printf(out, ".%s:%d", qual, (int)l->line);
+        return;
+    }
+    if (g->long_name && g->long_name[fn]) {
+        st_strbuf_printf(out, "%s:%d:%s", file, (int)l->line, name);
         return;
     }
     /* gprof2dot's pstats names: module (base name without extension):line:name */

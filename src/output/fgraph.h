@@ -44,6 +44,9 @@ typedef struct {
     uint32_t nedges, capedges;
     uint32_t *fn_of_key;      /* key (loc, or nlocs + label) -> function, or NONE */
     size_t nkeys;
+    uint32_t *qual_uses;      /* loctab string id -> functions with that qualified name */
+    uint8_t *long_name;       /* per function: 1 when even module.qualname:line is not
+                               * unique (st_fgraph_name then gives the file's path) */
     st_u64map_t emap;         /* (caller << 32 | callee) -> edge */
     int timer;                /* calltree timer used, -1: counts only */
     double total_tt;          /* sum of every function's tt */
@@ -61,9 +64,15 @@ void st_fgraph_free(st_fgraph_t *g);
 /* The function of a node's label (an index into g->fns), or UINT32_MAX. */
 uint32_t st_fgraph_fn_of(const st_fgraph_t *g, const st_model_t *m, uint32_t label);
 
-/* A function's name for people: "name" of its location (with the file's base
- * name and line in `qualified` mode: "example:3:fib", as gprof2dot writes pstats
- * functions), or its label. Appended to out. */
+/* A function's name for people, appended to out. `qualified` 0 (callgrind): the
+ * location's qualified name ("Class.method"), unique among the graph's functions:
+ * when another function has the same one, it is prefixed with its module (the
+ * file's base name without extension, or its folder's for __init__.py) and
+ * followed by its first line: "re.compile:289" (and when that is not unique either,
+ * "compile [/usr/lib/python3.11/re/__init__.py:289]"); a C function's cProfile name.
+ * `qualified` 1 (dot): "example:3:fib", as gprof2dot names pstats functions (with
+ * the file's path where the callgrind name needs it too).
+ * A function without a location is named by its label's text. */
 void st_fgraph_name(const st_fgraph_t *g, const st_model_t *m, uint32_t fn, int qualified,
                     st_strbuf_t *out);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "core/err.h"
+#include "core/names.h"
 #include "output/fgraph.h"
 
 static void put_frame(st_strbuf_t *out, const char *s)
@@ -17,8 +18,9 @@ static void put_frame(st_strbuf_t *out, const char *s)
 int st_folded_write(st_strbuf_t *out, const st_model_t *m)
 {
     int rc = 0;
-    st_strbuf_t path;
+    st_strbuf_t path, name;
     st_strbuf_init(&path);
+    st_strbuf_init(&name);
     for (size_t ti = 0; ti < m->nthreads && rc == 0; ti++) {
         const st_calltree_t *t = m->threads[ti].tree;
         double *incl, *self;
@@ -39,7 +41,9 @@ int st_folded_write(st_strbuf_t *out, const st_model_t *m)
             mark[n] = path.len;
             if (nd->depth > 0)
                 st_strbuf_putc(&path, ';');
-            put_frame(&path, st_intern_str(m->labels, nd->label));
+            st_strbuf_reset(&name);
+            st_name_unique(m, nd->label, &name);
+            put_frame(&path, st_strbuf_cstr(&name));
             double v = floor(self[n] + 0.5);
             if (v > 0) {
                 st_strbuf_add(out, path.data, path.len);
@@ -66,8 +70,9 @@ int st_folded_write(st_strbuf_t *out, const st_model_t *m)
         free(incl);
         free(self);
     }
-    if (path.failed)
+    if (path.failed || name.failed)
         out->failed = 1;
     st_strbuf_free(&path);
+    st_strbuf_free(&name);
     return rc < 0 ? rc : out->failed ? ST_ENOMEM : 0;
 }

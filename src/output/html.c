@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/names.h"
 #include "output/fgraph.h"
 /* st_html_report_css and st_html_report_js, generated from output/html/ */
 #include "html_report_css.inc"
@@ -69,11 +70,18 @@ static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
     st_strbuf_puts(out, "{\"title\":");
     st_html_json_string(out, title);
     st_strbuf_printf(out, ",\"unit\":\"%s\",\"labels\":[", timer >= 0 ? "ns" : "calls");
+    st_strbuf_t name;
+    st_strbuf_init(&name);
     for (uint32_t l = 0; l < m->labels->count; l++) {
         if (l)
             st_strbuf_putc(out, ',');
-        st_html_json_string(out, st_intern_str(m->labels, l));
+        st_strbuf_reset(&name);
+        st_name_unique(m, l, &name);
+        if (name.failed)
+            out->failed = 1;
+        st_html_json_string(out, st_strbuf_cstr(&name));
     }
+    st_strbuf_free(&name);
     st_strbuf_puts(out, "],\"threads\":[");
     for (size_t ti = 0; ti < m->nthreads; ti++) {
         const st_model_thread_t *th = &m->threads[ti];

@@ -53,6 +53,10 @@ static void write_functions(st_strbuf_t *out, const st_model_t *m)
         st_strbuf_json_string(out, st_loctab_str(m->locs, l->file));
         st_strbuf_printf(out, ", \"line\": %d, \"name\": ", (int)l->line);
         st_strbuf_json_string(out, st_loctab_str(m->locs, l->name));
+        if (l->qual != l->name) {
+            st_strbuf_puts(out, ", \"qualname\": ");
+            st_strbuf_json_string(out, st_loctab_str(m->locs, l->qual));
+        }
         st_strbuf_putc(out, '}');
     }
     st_strbuf_puts(out, "\n  ],\n");

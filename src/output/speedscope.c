@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/names.h"
 #include "output/fgraph.h"
 
 static void put_event(st_strbuf_t *out, int *first, char type, uint32_t frame, double at)
@@ -41,9 +42,15 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
                         "\"exporter\":\"strata " STRATA_VERSION "\",\"name\":");
     st_strbuf_json_string(out, name ? name : "strata profile");
     st_strbuf_puts(out, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
+    st_strbuf_t fname;
+    st_strbuf_init(&fname);
     for (uint32_t f = 0; f < nframes; f++) {
         st_strbuf_puts(out, f ? ",{\"name\":" : "{\"name\":");
-        st_strbuf_json_string(out, st_intern_str(m->labels, labels[f]));
+        st_strbuf_reset(&fname);
+        st_name_unique(m, labels[f], &fname);
+        if (fname.failed)
+            out->failed = 1;
+        st_strbuf_json_string(out, st_strbuf_cstr(&fname));
         uint32_t loc = st_loctab_of(m->locs, labels[f]);
         if (loc != ST_LOC_NONE) {
             const st_loc_t *l = st_loctab_get(m->locs, loc);
@@ -56,6 +63,7 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
         }
         st_strbuf_putc(out, '}');
     }
+    st_strbuf_free(&fname);
     st_strbuf_puts(out, "]},\"profiles\":[");
     int rc = 0;
     for (size_t ti = 0; ti < m->nthreads && rc == 0; ti++) {

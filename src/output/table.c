@@ -1,5 +1,6 @@
 #include "output/table.h"
 
+#include "core/names.h"
 #include "output/grid.h"
 
 #include <math.h>
@@ -26,7 +27,7 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
                                                                           : ST_TABLE_MAX_INDENT));
             st_strbuf_puts(&b, "|_");
         }
-        st_strbuf_puts(&b, st_intern_str(m->labels, node->label));
+        st_strbuf_puts(&b, st_name_text(m, node->label));
         st_grid_cell(g, 0, &b);
         st_strbuf_printf(&b, "%llu", (unsigned long long)node->count);
         st_grid_cell(g, 1, &b);

@@ -83,7 +83,8 @@ enum { MARK_PROFILE = 1, MARK_NOPROFILE = 2 };
 
 typedef struct {
     uint32_t gen;       /* generation of settings it was computed for */
-    uint32_t label;     /* interned label (static labels) */
+    uint32_t label;     /* interned label (static labels); ST_NODE_NONE until a tree
+                         * first records a call (st_pylabel_resolve) */
     uint8_t keep;       /* 1: record calls */
     uint8_t module_ok;  /* 1: its file passes the module filters and is not strata's:
                          * the C functions it calls may be recorded (--trace-c) */
@@ -158,6 +159,10 @@ extern st_py_state_t st_py;
 
 /* labels.c: the slow paths behind the caches. */
 codeinfo_t *st_pylabel_code_info(PyCodeObject *co);
+/* Makes ci's label (its text and function, core/loctab.h) and returns it, or
+ * ST_NODE_NONE when out of memory. Called only when a tree can record the call, so
+ * that labels stay bounded by the nodes. */
+uint32_t st_pylabel_resolve(codeinfo_t *ci, PyCodeObject *co);
 /* frame NULL: the running frame (PyEval_GetFrame), used only if its code is co. */
 uint32_t st_pylabel_args(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback);
 /* A PyCFunction's label and verdict; NULL if fn is none or memory runs out. */
@@ -218,7 +223,7 @@ static inline void stamp(st_thread_t *th, st_frame_t *f, uint32_t label, const i
     if (st_py.want_wall) {
         uint64_t t = st_clock_ticks();
         f->t0[ST_TIMER_WALL] = t;
-        if (tracing)
+        if (tracing && label != ST_NODE_NONE)
             f->traced = (uint32_t)st_trace_begin(&th->trace, label, t);
     }
 }
@@ -304,11 +309,17 @@ static inline int on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
     st_thread_t *th = thread_tree(ts);
     if (!th)
         return 0;
-    /* Labels with arguments are made only while the tree can still grow, so that
-     * the label table stays bounded by the node limit too. */
-    uint32_t label = ci->dynamic && th->tree.nnodes < th->tree.max_nodes
-                         ? st_pylabel_args(frame, co, ci->label)
-                         : ci->label;
+    /* Labels are made only while the tree can still grow, so that the label and
+     * function tables stay bounded by the node limit too: a call of a function
+     * that has no label yet would need a new node. */
+    uint32_t label = ci->label;
+    if (__builtin_expect(label == ST_NODE_NONE || ci->dynamic, 0) &&
+        st_calltree_can_grow(&th->tree)) {
+        if (label == ST_NODE_NONE)
+            label = st_pylabel_resolve(ci, co);
+        if (ci->dynamic && label != ST_NODE_NONE)
+            label = st_pylabel_args(frame, co, label);
+    }
     st_frame_t *f = st_calltree_push(&th->tree, label, key);
     if (f)
         stamp(th, f, label, tracing);

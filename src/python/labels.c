@@ -29,22 +29,33 @@ static void add_location(st_strbuf_t *b, PyCodeObject *co)
     st_strbuf_putc(b, ']');
 }
 
-static int intern_buf(st_strbuf_t *b, uint32_t *id)
-{
-    if (b->failed)
-        return -1;
-    return st_intern_id(&st_py.session.labels, st_strbuf_cstr(b), b->len, id);
-}
-
-/* Records where a label's code lives, cProfile's key (co_filename,
- * co_firstlineno, co_name), for pstats and callgrind (core/loctab.h). */
-static void record_location(uint32_t label, PyCodeObject *co)
+/* The location of a code object, cProfile's key (co_filename, co_firstlineno,
+ * co_name) with its qualified name: the function a label names (core/loctab.h).
+ * ST_LOC_NONE when out of memory. */
+static uint32_t code_location(PyCodeObject *co)
 {
     const char *file = PyUnicode_AsUTF8(co->co_filename);
     const char *name = PyUnicode_AsUTF8(co->co_name);
-    if (file && name)
-        st_loctab_set(&st_py.session.locs, label, file, co->co_firstlineno, name);
+    const char *qual = PyUnicode_AsUTF8(co->co_qualname);
+    uint32_t loc = ST_LOC_NONE;
+    if (!file || !name || !qual ||
+        st_loctab_add_qual(&st_py.session.locs, file, co->co_firstlineno, name, qual, &loc) < 0)
+        loc = ST_LOC_NONE;
     PyErr_Clear();
+    return loc;
+}
+
+/* Interns the label text in b as the label of function `loc`: its identity is the
+ * pair, so functions that share a text stay apart (core/intern.h). */
+static int intern_label(st_strbuf_t *b, uint32_t loc, uint32_t *id)
+{
+    if (b->failed)
+        return -1;
+    if (st_intern_tagged(&st_py.session.labels, st_strbuf_cstr(b), b->len, loc, id) < 0)
+        return -1;
+    if (loc != ST_LOC_NONE && st_loctab_set_id(&st_py.session.locs, *id, loc) < 0)
+        return -1;
+    return 0;
 }
 
 /* The running frame if it runs co (sys.monitoring gives callbacks no frame, but
@@ -108,11 +119,9 @@ __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, P
     PyErr_Clear();
     st_strbuf_putc(&b, ')');
     add_location(&b, co);
-    uint32_t got;
-    if (intern_buf(&b, &got) == 0) {
+    uint32_t got, loc = code_location(co);
+    if (loc != ST_LOC_NONE && intern_label(&b, loc, &got) == 0)
         id = got;
-        record_location(got, co);
-    }
     st_strbuf_free(&b);
     PyErr_Restore(et, ev, tb);
     return id;
@@ -150,16 +159,11 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
         int internal = st_py.internal_len && strncmp(file, st_py.internal_dir, st_py.internal_len) == 0;
         ci->module_ok = (st_py.include_internal || !internal) && st_filter_keeps_module(&st_py.filter, file);
         ci->keep = ci->module_ok && st_filter_keeps(&st_py.filter, name, file);
-        st_strbuf_t b;
-        st_strbuf_init(&b);
-        st_strbuf_puts(&b, qual);
-        add_location(&b, co);
-        if (intern_buf(&b, &ci->label) < 0)
-            ci->keep = 0;
-        else if (ci->keep)
-            record_location(ci->label, co);
-        st_strbuf_free(&b);
     }
+    /* The label is made at the first call that a tree can record
+     * (st_pylabel_resolve), so that labels and locations stay bounded by the
+     * nodes (STRATA_MAX_NODES), however many functions a program runs. */
+    ci->label = ST_NODE_NONE;
     PyErr_Clear();
     PyErr_Restore(et, ev, tb);
     ci->ever_kept |= ci->keep;
@@ -168,6 +172,84 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
     return ci;
 }
 
+
+__attribute__((noinline, cold)) uint32_t st_pylabel_resolve(codeinfo_t *ci, PyCodeObject *co)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    const char *qual = PyUnicode_AsUTF8(co->co_qualname);
+    uint32_t loc = qual ? code_location(co) : ST_LOC_NONE;
+    if (loc != ST_LOC_NONE) {
+        st_strbuf_t b;
+        st_strbuf_init(&b);
+        st_strbuf_puts(&b, qual);
+        add_location(&b, co);
+        uint32_t id;
+        if (intern_label(&b, loc, &id) == 0)
+            ci->label = id;
+        st_strbuf_free(&b);
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    return ci->label;
+}
+
+/* 1 when repr(o) runs only C code without side effects: the descriptors and
+ * functions that a type's dictionary holds for its methods. */
+static int plain_repr(PyObject *o)
+{
+    return Py_IS_TYPE(o, &PyMethodDescr_Type) || Py_IS_TYPE(o, &PyClassMethodDescr_Type) ||
+           Py_IS_TYPE(o, &PyWrapperDescr_Type) || PyCFunction_Check(o) || PyFunction_Check(o);
+}
+
+/* Appends cProfile's name of C function `ml` bound to `self` (NULL: none) with
+ * m_module `module`, as normalizeUserObj (Modules/_lsprof.c) makes it: a function
+ * without self is <module.name> (<name> for builtins); a method is the repr of what
+ * type(self) finds under its name (<method 'append' of 'list' objects>, the
+ * defining type's name, also when called on a subclass), else
+ * <built-in method module.name>, else <built-in method name> (a classmethod of
+ * a built-in type: <built-in method fromkeys>). Where cProfile would call a repr
+ * that could run the program's code, the last forms are used instead. */
+static void cprofile_name(const PyMethodDef *ml, PyObject *self, PyObject *module,
+                          st_strbuf_t *b)
+{
+    const char *fname = ml->ml_name;
+    if (!self) {
+        PyObject *modname = NULL;
+        if (module && PyUnicode_Check(module))
+            modname = Py_NewRef(module);
+        else if (module && PyModule_Check(module))
+            modname = PyModule_GetNameObject(module);
+        const char *m = modname ? PyUnicode_AsUTF8(modname) : NULL;
+        if (m && strcmp(m, "builtins") != 0)
+            st_strbuf_printf(b, "<%s.%s>", m, fname);
+        else
+            st_strbuf_printf(b, "<%s>", fname);
+        Py_XDECREF(modname);
+        PyErr_Clear();
+        return;
+    }
+    PyObject *name = PyUnicode_FromString(fname);
+    PyObject *found = name ? _PyType_Lookup(Py_TYPE(self), name) : NULL; /* borrowed */
+    Py_XDECREF(name);
+    if (found && plain_repr(found)) {
+        PyObject *repr = PyObject_Repr(found);
+        const char *r = repr ? PyUnicode_AsUTF8(repr) : NULL;
+        if (r) {
+            st_strbuf_puts(b, r);
+            Py_DECREF(repr);
+            return;
+        }
+        Py_XDECREF(repr);
+    }
+    PyErr_Clear();
+    const char *m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : NULL;
+    PyErr_Clear();
+    if (m)
+        st_strbuf_printf(b, "<built-in method %s.%s>", m, fname);
+    else
+        st_strbuf_printf(b, "<built-in method %s>", fname);
+}
 
 /* Label and verdict of C method `ml` bound to `self` (NULL for none) and defined
  * in `module` (a PyCFunction's m_module, or NULL), cached by method def and owner
@@ -210,13 +292,14 @@ static cfunc_entry_t *cfunc_entry(const PyMethodDef *ml, PyObject *self, PyObjec
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     const char *fname = ml->ml_name;
-    const char *modname_s = "builtins";
+    const char *modname_s = "builtins"; /* what the module filters see */
     PyObject *modname = NULL;
     st_strbuf_t b;
     st_strbuf_init(&b);
+    /* cProfile's name (normalizeUserObj in Modules/_lsprof.c), which pstats keys by */
+    cprofile_name(ml, self, module, &b);
     if (is_method) {
         modname_s = Py_TYPE(self)->tp_name;
-        st_strbuf_printf(&b, "<method '%s' of '%s' objects>", fname, modname_s);
     } else {
         if (self)
             modname = PyObject_GetAttrString(self, "__name__");
@@ -226,23 +309,25 @@ static cfunc_entry_t *cfunc_entry(const PyMethodDef *ml, PyObject *self, PyObjec
             modname_s = PyUnicode_AsUTF8(modname);
         if (!modname_s)
             modname_s = "?";
-        if (strcmp(modname_s, "builtins") == 0)
-            st_strbuf_printf(&b, "<built-in method %s>", fname);
-        else
-            st_strbuf_printf(&b, "<built-in method %s.%s>", modname_s, fname);
     }
+    PyErr_Clear();
     int internal = strncmp(modname_s, "strata.", 7) == 0;
-    if (intern_buf(&b, &e->label) == 0) {
-        e->keep = (uint8_t)((st_py.include_internal || !internal) &&
-                            st_filter_keeps(&st_py.filter, fname, modname_s));
-        /* C functions are keyed as cProfile keys them: ('~', 0, name), where
-         * cProfile names builtins with their module ("builtins.sorted") */
-        char cname[512];
-        if (!is_method && strcmp(modname_s, "builtins") == 0)
-            snprintf(cname, sizeof cname, "<built-in method builtins.%s>", fname);
-        else
-            snprintf(cname, sizeof cname, "%s", st_strbuf_cstr(&b));
-        st_loctab_set(&st_py.session.locs, e->label, "~", 0, cname);
+    uint32_t loc;
+    if (!b.failed &&
+        st_loctab_add(&st_py.session.locs, "~", 0, st_strbuf_cstr(&b), &loc) == 0) {
+        /* The tables show builtins without their module, as they always have. */
+        static const char builtins[] = "<built-in method builtins.";
+        if (strncmp(st_strbuf_cstr(&b), builtins, sizeof builtins - 1) == 0) {
+            st_strbuf_t d;
+            st_strbuf_init(&d);
+            st_strbuf_puts(&d, "<built-in method ");
+            st_strbuf_puts(&d, st_strbuf_cstr(&b) + sizeof builtins - 1);
+            st_strbuf_free(&b);
+            b = d;
+        }
+        if (intern_label(&b, loc, &e->label) == 0)
+            e->keep = (uint8_t)((st_py.include_internal || !internal) &&
+                                st_filter_keeps(&st_py.filter, fname, modname_s));
     }
     Py_XDECREF(modname);
     st_strbuf_free(&b);

@@ -136,6 +136,15 @@ static void test_intern(void)
     }
     CHECK(st_intern_id(&t, "f500", 4, &c) == 0 && c == 501);
     CHECK_STR(st_intern_str(&t, 501), "f500");
+    /* tagged: the same text with two tags is two entries, both marked shared */
+    uint32_t w1, w2, w3;
+    CHECK(st_intern_tagged(&t, "work", 4, 7, &w1) == 0);
+    CHECK(!st_intern_shared(&t, w1));
+    CHECK(st_intern_tagged(&t, "work", 4, 9, &w2) == 0 && w2 != w1);
+    CHECK(st_intern_tagged(&t, "work", 4, 7, &w3) == 0 && w3 == w1);
+    CHECK(st_intern_shared(&t, w1) && st_intern_shared(&t, w2));
+    CHECK(st_intern_tag(&t, w1) == 7 && st_intern_tag(&t, w2) == 9);
+    CHECK(!st_intern_shared(&t, a) && st_intern_tag(&t, a) == ST_INTERN_NOTAG);
     st_intern_free(&t);
 }
 
