@@ -502,3 +502,91 @@ def test_bad_trace_settings(runner, name, value, want):
     runner.write("s.py", "print('ran')\n")
     r = runner.strata("--", "s.py", env={name: value})
     assert r.returncode == 2 and r.stdout == "" and want in r.stderr and name in r.stderr
+
+
+# ------------------------------------------------------- many short threads (issue 9 #6)
+
+SHORT_THREADS = """
+import sys
+import threading
+
+def leaf(i):
+    return i
+
+def work(i):
+    leaf(i)
+    leaf(i)
+
+n = int(sys.argv[1])
+batch = int(sys.argv[2])
+for start in range(0, n, batch):
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(start, min(n, start + batch))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+# the peak of this process's own memory (ru_maxrss would include the parent's at fork)
+hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")][0].split()[1]
+print("maxrss_kib", hwm)
+"""
+
+
+def thread_calls(res):
+    """Calls of work and leaf in the trace, per the profile: (trace events, dropped)."""
+    prof = load_profile(res)
+    return prof["trace"]["events"], prof["trace"]["dropped_calls"]
+
+
+@pytest.mark.parametrize("n,batch,buffer", [(100, 100, "1MiB"), (20000, 200, None)])
+def test_short_threads_lose_nothing_under_flush(runner, n, batch, buffer):
+    env = {"STRATA_TRACE_FILL_POLICY": "flush", "STRATA_PRINT_TABLES": "ON",
+           "STRATA_TRACE_FORMAT": "chrome"}
+    if buffer:
+        env["STRATA_TRACE_BUFFER_SIZE"] = buffer
+    runner.write("threads.py", SHORT_THREADS)
+    r = runner.strata("--", "threads.py", n, batch, env={**TRACE, **env}, timeout=300)
+    assert r.returncode == 0, r.describe()
+    res = find_results(runner.dir)
+    events, dropped = thread_calls(res)
+    assert dropped == 0, r.stderr[-2000:]
+    assert "were not recorded" not in r.stderr, r.stderr[-2000:]
+    data = json.loads((res / "trace.json").read_text())
+    begins = Counter(e["name"] for e in data["traceEvents"] if e["ph"] == "B")
+    assert begins["work"] == n and begins["leaf"] == 2 * n, begins
+    assert not [p for p in os.listdir(res) if p.startswith(".")], "spill files left behind"
+    if n == 20000:
+        # a finished thread keeps its results and little else: far below the
+        # 19 KB a thread (391 MB) it took when finished threads kept everything
+        rss_kib = int(r.stdout.split("maxrss_kib")[1].split()[0])
+        assert rss_kib < 150_000, rss_kib
+
+
+def test_short_threads_give_back_their_chunks_under_discard(runner):
+    """100 threads one after another, in a buffer of 16 chunks: each finished
+    thread's chunk goes back, so none is dropped."""
+    runner.write("threads.py", SHORT_THREADS)
+    r = runner.strata("--", "threads.py", 100, 1, env={**TRACE, "STRATA_TRACE_BUFFER_SIZE": "1MiB",
+                                                        "STRATA_TRACE_FORMAT": "chrome"})
+    assert r.returncode == 0, r.describe()
+    events, dropped = thread_calls(find_results(runner.dir))
+    assert dropped == 0
+
+
+def test_flush_failure_does_not_advise_flush(runner):
+    """Under flush a lost call means the spill failed: the message says so and does
+    not advise the policy in use. The program caps its file size while it runs, so
+    the spill file cannot grow past 512 KiB."""
+    script = MANY.replace("outer()\n", textwrap.dedent("""
+        import resource, signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (512 * 1024, hard))
+        outer()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        """))
+    runner.write("s.py", script)
+    r = runner.strata("--", "s.py", env={**TRACE, "STRATA_PRINT_TABLES": "ON",
+                                         "STRATA_TRACE_BUFFER_SIZE": "1MiB",
+                                         "STRATA_TRACE_FILL_POLICY": "flush"})
+    assert "calls were not recorded" in r.stderr, r.stderr[-2000:]
+    assert "flush keeps them" not in r.stderr, r.stderr[-2000:]

@@ -45,6 +45,16 @@ void st_calltree_free(st_calltree_t *t)
  * limit is reached or memory runs out. */
 static uint32_t child_of(st_calltree_t *t, uint32_t parent, uint32_t label)
 {
+    if (t->children.count == 0 && t->nnodes > 1) {
+        /* the index was given back (st_calltree_compact): made again */
+        for (uint32_t i = 1; i < t->nnodes; i++)
+            if (st_u64map_put(&t->children, ((uint64_t)t->nodes[i].parent << 32) | t->nodes[i].label,
+                              i, NULL) < 0) {
+                st_u64map_free(&t->children);
+                t->failed = 1;
+                return ST_NODE_NONE;
+            }
+    }
     uint64_t key = ((uint64_t)parent << 32) | label;
     uint32_t found = st_u64map_get(&t->children, key);
     if (found != UINT32_MAX)
@@ -79,7 +89,7 @@ static uint32_t child_of(st_calltree_t *t, uint32_t parent, uint32_t label)
 
 int st_calltree_grow_stack(st_calltree_t *t)
 {
-    uint32_t cap = t->capstack * 2;
+    uint32_t cap = t->capstack ? t->capstack * 2 : 32;
     st_frame_t *s = realloc(t->stack, (size_t)cap * sizeof *s);
     if (!s) {
         t->failed = 1;
@@ -98,6 +108,24 @@ uint32_t st_calltree_child(st_calltree_t *t, uint32_t parent, uint32_t label)
     else
         t->dropped++;
     return node;
+}
+
+void st_calltree_compact(st_calltree_t *t)
+{
+    if (t->depth == 0) {
+        free(t->stack);
+        t->stack = NULL;
+        t->capstack = 0;
+    }
+    st_u64map_free(&t->children);
+    memset(&t->children, 0, sizeof t->children);
+    if (t->capnodes > t->nnodes) {
+        st_node_t *n = realloc(t->nodes, (size_t)t->nnodes * sizeof *n);
+        if (n) {
+            t->nodes = n;
+            t->capnodes = t->nnodes;
+        }
+    }
 }
 
 void st_calltree_close_all(st_calltree_t *t, const uint64_t *now, int ntimers)

@@ -133,6 +133,12 @@ static inline int st_calltree_can_grow(const st_calltree_t *t)
            (t->depth == 0 || t->stack[t->depth - 1].node != ST_NODE_NONE);
 }
 
+/* The thread has finished: gives back what only recording needs (the stack of open
+ * calls when none is open, the (parent, label) index, spare node capacity), so a
+ * finished thread keeps its nodes and little else. Recording may go on afterwards:
+ * what was given back is made again when needed. */
+void st_calltree_compact(st_calltree_t *t);
+
 /* Folds the node's pending batch into each timer's mean and M2. */
 void st_node_merge(st_node_t *n, int ntimers);
 

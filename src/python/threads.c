@@ -53,6 +53,51 @@ static int thread_registered(unsigned long ident)
     return found;
 }
 
+/* A thread's end. An object of this type sits in the thread state's dict of each
+ * thread that records; the interpreter clears that dict, with the GIL held, when
+ * the thread ends (PyThreadState_Clear), and the object's dealloc then tells the
+ * session, which gives back the memory only recording needs (st_session_thread_
+ * finished). At exit (the main thread's dict is cleared after the results are
+ * written) and in a forked child it does nothing. */
+typedef struct {
+    PyObject_HEAD
+    st_thread_t *th;
+} thread_end_t;
+
+static void thread_end_dealloc(PyObject *self)
+{
+    st_thread_t *th = ((thread_end_t *)self)->th;
+    if (th && st_py.live && !st_py.finalized && !st_py.forked_child)
+        st_session_thread_finished(&st_py.session, th);
+    PyObject_Free(self);
+}
+
+static PyTypeObject thread_end_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_strata.thread_end",
+    .tp_basicsize = sizeof(thread_end_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = thread_end_dealloc,
+    .tp_doc = "Tells strata that a thread has ended (internal).",
+};
+
+/* Puts a thread_end_t for th into the calling thread's state dict. */
+static void watch_thread_end(st_thread_t *th)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *dict = PyThreadState_GetDict(); /* borrowed */
+    if (dict && (thread_end_type.tp_flags & Py_TPFLAGS_READY || PyType_Ready(&thread_end_type) == 0)) {
+        thread_end_t *o = PyObject_New(thread_end_t, &thread_end_type);
+        if (o) {
+            o->th = th;
+            PyDict_SetItemString(dict, "strata.thread_end", (PyObject *)o);
+            Py_DECREF(o);
+        }
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
 __attribute__((noinline, cold)) st_thread_t *st_pythread_tree(st_pythread_t *ts)
 {
     char name[64];
@@ -65,6 +110,10 @@ __attribute__((noinline, cold)) st_thread_t *st_pythread_tree(st_pythread_t *ts)
     }
     thread_name(ts->ident, name, sizeof name);
     ts->th = st_session_new_thread(&st_py.session, ts->tid, name);
+    /* only the thread itself can watch for its end (threads that ran before
+     * profiling started get their tree from the thread that starts it) */
+    if (ts->th && ts->ident == PyThread_get_thread_ident())
+        watch_thread_end(ts->th);
     return ts->th;
 }
 

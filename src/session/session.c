@@ -78,6 +78,8 @@ void st_session_free(st_session_t *s)
         free(s->threads[i]);
     }
     free(s->threads);
+    if (s->tracing)
+        st_trace_shared_free(&s->trace_shared);
     for (size_t i = 0; i < s->ncommand; i++)
         free(s->command[i]);
     free(s->command);
@@ -156,7 +158,6 @@ st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *na
         free(t);
         return NULL;
     }
-    t->trace.spill_fd = -1;
     if (s->tracing && st_trace_init(&t->trace, &s->trace_shared, (uint32_t)s->nthreads) < 0) {
         st_calltree_free(&t->tree);
         free(t);
@@ -167,6 +168,13 @@ st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *na
     snprintf(t->name, sizeof t->name, "%s", name ? name : "");
     s->threads[s->nthreads++] = t;
     return t;
+}
+
+void st_session_thread_finished(st_session_t *s, st_thread_t *t)
+{
+    if (s->tracing)
+        st_trace_finish(&t->trace);
+    st_calltree_compact(&t->tree);
 }
 
 /* Writes data to dir/name, whole or not at all. */

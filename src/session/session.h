@@ -94,6 +94,12 @@ int st_session_rank_from_env(char *const *envp, uint32_t *rank);
 /* A new thread with an empty tree, numbered in order. NULL when out of memory. */
 st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *name);
 
+/* The thread has ended: its timeline's chunks go back to the shared budget (or to
+ * the spill file under flush) and its tree gives back what only recording needs, so
+ * that a finished thread costs its results and little more (core/trace.h,
+ * core/calltree.h). The thread stays in the results. */
+void st_session_thread_finished(st_session_t *s, st_thread_t *t);
+
 /* Writes <component>.txt for each component and profile.json into the results
  * folder, each through a temporary file renamed into place, and prints the tables
  * and the folder's name to `tables` (may be NULL). Open calls must have been closed.

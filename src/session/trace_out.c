@@ -136,7 +136,13 @@ void st_session_print_trace_summary(FILE *f, const st_session_t *s, const uint64
         fprintf(f, "[strata] trace: %llu events in trace.pftrace, %llu bytes (%.1f bytes an event)\n",
                 (unsigned long long)stats[0], (unsigned long long)stats[3],
                 (double)stats[3] / (double)stats[0]);
-    if (stats[1])
+    /* Under flush a call is lost only when its spill could not be made: advising
+     * flush then would name the policy in use. */
+    if (stats[1] && s->trace_shared.policy == ST_TRACE_FLUSH)
+        fprintf(f, "[strata] trace: %llu calls were not recorded: the buffer could not be "
+                   "flushed to the results folder (STRATA_TRACE_FILL_POLICY=flush)\n",
+                (unsigned long long)stats[1]);
+    else if (stats[1])
         fprintf(f, "[strata] trace: %llu calls were not recorded: the buffer was full "
                    "(STRATA_TRACE_BUFFER_SIZE; STRATA_TRACE_FILL_POLICY=flush keeps them)\n",
                 (unsigned long long)stats[1]);

@@ -373,7 +373,8 @@ static void test_trace(void)
     st_trace_shared_t sh;
     st_trace_t t;
     /* A budget of two chunks. */
-    st_trace_shared_init(&sh, 2 * sizeof(st_tchunk_t), ST_TRACE_DISCARD, 8, "/tmp");
+    st_trace_shared_init(&sh, 2 * ST_TRACE_CHUNK_BYTES(ST_TRACE_CHUNK_EVENTS), ST_TRACE_DISCARD, 8,
+                         "/tmp");
     CHECK(st_trace_init(&t, &sh, 0) == 0);
     CHECK(st_trace_begin(&t, 1, 0) == 1); /* an outer call that stays open */
     uint64_t n = 1;
@@ -410,7 +411,7 @@ static void test_trace(void)
     st_trace_free(&t);
 
     /* Flush: one chunk of budget, ten chunks of events, all read back in order. */
-    st_trace_shared_init(&sh, sizeof(st_tchunk_t), ST_TRACE_FLUSH, 8, "/tmp");
+    st_trace_shared_init(&sh, ST_TRACE_CHUNK_BYTES(ST_TRACE_CHUNK_EVENTS), ST_TRACE_FLUSH, 8, "/tmp");
     CHECK(st_trace_init(&t, &sh, 3) == 0);
     uint64_t total = 10 * ST_TRACE_CHUNK_EVENTS + 7;
     for (uint64_t i = 0; i < total / 2; i++) {
@@ -425,6 +426,48 @@ static void test_trace(void)
         order_ok &= e->ticks == count++;
     CHECK(order_ok && !r.error && count == (total / 2) * 2);
     st_trace_free(&t);
+    st_trace_shared_free(&sh);
+
+    /* Finished threads give their memory back: 300 short threads, one after
+     * another, in a budget of one chunk. Flush keeps every event (in the spill
+     * file); discard keeps every event too, each thread's chunk shrunk to fit. */
+    for (int policy = 0; policy < 2; policy++) {
+        int64_t budget = (int64_t)ST_TRACE_CHUNK_BYTES(ST_TRACE_CHUNK_EVENTS);
+        st_trace_shared_init(&sh, (uint64_t)budget, policy ? ST_TRACE_FLUSH : ST_TRACE_DISCARD,
+                             8, "/tmp");
+        static st_trace_t many[300];
+        int ok = 1;
+        for (int k = 0; k < 300; k++) {
+            CHECK(st_trace_init(&many[k], &sh, (uint32_t)k) == 0);
+            for (int i = 0; i < 3; i++) {
+                ok &= st_trace_begin(&many[k], (uint32_t)k, (uint64_t)(2 * i));
+                st_trace_end(&many[k], (uint64_t)(2 * i + 1));
+            }
+            st_trace_finish(&many[k]);
+            ok &= many[k].reserve == NULL && many[k].dropped == 0;
+        }
+        CHECK(ok);
+        /* flush: all of it back; discard: all but the events kept */
+        int64_t kept = policy ? 0 : 300 * (int64_t)ST_TRACE_CHUNK_BYTES(6);
+        CHECK(atomic_load(&sh.bytes_left) == budget - kept);
+        uint64_t events = 0;
+        for (int k = 0; k < 300; k++) {
+            st_trace_reader_init(&r, &many[k]);
+            uint64_t i = 0;
+            while ((e = st_trace_next(&r)) != NULL)
+                ok &= e->ticks == i++ && (e->kind == ST_TEV_END || e->label == (uint32_t)k);
+            ok &= !r.error;
+            events += i;
+        }
+        CHECK(ok && events == 300 * 6);
+        /* a finished thread may record again */
+        CHECK(st_trace_begin(&many[0], 1, 10) == 1);
+        st_trace_end(&many[0], 11);
+        CHECK(st_trace_count(&many[0]) == 8);
+        for (int k = 0; k < 300; k++)
+            st_trace_free(&many[k]);
+        st_trace_shared_free(&sh);
+    }
 }
 
 int main(void)
