@@ -7,6 +7,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The row that stands for everything under node `top` (at the depth cap): its
+ * calls and, for a timer, their time (the sum of top's children's times). */
+static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th, uint32_t top,
+                     st_component_t comp, int precision, st_strbuf_t *b)
+{
+    const st_calltree_t *t = th->tree;
+    const st_component_info_t *info = st_component_info(comp);
+    uint64_t calls = 0, nodes = 0, ticks = 0;
+    for (uint32_t c = t->nodes[top].first_child; c != ST_NODE_NONE; c = t->nodes[c].next_sibling)
+        ticks += info->timer >= 0 ? t->nodes[c].acc[info->timer].sum : 0;
+    /* the subtree, depth-first without recursion */
+    uint32_t n = t->nodes[top].first_child;
+    while (n != ST_NODE_NONE) {
+        calls += t->nodes[n].count;
+        nodes++;
+        if (t->nodes[n].first_child != ST_NODE_NONE) {
+            n = t->nodes[n].first_child;
+            continue;
+        }
+        while (n != top && t->nodes[n].next_sibling == ST_NODE_NONE)
+            n = t->nodes[n].parent;
+        n = n == top ? ST_NODE_NONE : t->nodes[n].next_sibling;
+    }
+    uint32_t depth = t->nodes[top].depth + 1;
+    st_grid_row(g);
+    st_strbuf_printf(b, "|%u>>> ", th->index);
+    st_strbuf_fill(b, ' ', 2 * (size_t)(depth - 1 < ST_TABLE_MAX_INDENT ? depth - 1 : ST_TABLE_MAX_INDENT));
+    st_strbuf_printf(b, "|_... %llu calls in %llu deeper nodes (folded)", (unsigned long long)calls,
+                     (unsigned long long)nodes);
+    st_grid_cell(g, 0, b);
+    st_strbuf_printf(b, "%llu", (unsigned long long)calls);
+    st_grid_cell(g, 1, b);
+    st_strbuf_printf(b, "%u", depth);
+    st_grid_cell(g, 2, b);
+    st_strbuf_puts(b, info->name);
+    st_grid_cell(g, 3, b);
+    if (info->timer < 0) {
+        st_strbuf_printf(b, "%llu", (unsigned long long)calls);
+        st_grid_cell(g, 4, b);
+        return;
+    }
+    st_strbuf_puts(b, info->units);
+    st_grid_cell(g, 4, b);
+    st_strbuf_printf(b, "%.*f", precision, (double)ticks * m->ns_per_tick[info->timer] * 1e-9);
+    st_grid_cell(g, 5, b);
+    st_strbuf_puts(b, "100.0");
+    st_grid_cell(g, 11, b);
+}
+
 static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th,
                      st_component_t comp, int precision)
 {
@@ -61,8 +110,10 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
             st_strbuf_printf(&b, "%.1f", a->sum ? 100.0 * (double)a->self / (double)a->sum : 0.0);
             st_grid_cell(g, 11, &b);
         }
-        /* next in depth-first order */
-        if (node->first_child != ST_NODE_NONE) {
+        /* next in depth-first order; below the depth cap, one row for the rest */
+        if (node->first_child != ST_NODE_NONE && node->depth >= ST_TABLE_MAX_DEPTH) {
+            fold_row(g, m, th, n, comp, precision, &b);
+        } else if (node->first_child != ST_NODE_NONE) {
             n = node->first_child;
             continue;
         }

@@ -6,9 +6,15 @@
  *
  * Indentation stops growing at ST_TABLE_MAX_INDENT levels (the DEPTH column still
  * says how deep a row is): every row is padded to the widest label, so a recursion
- * 10,000 deep would otherwise make each table hundreds of megabytes. */
+ * 10,000 deep would otherwise make each table hundreds of megabytes. Rows stop at
+ * depth ST_TABLE_MAX_DEPTH: what a node that deep calls is folded into one row
+ * below it, `... N calls in M deeper nodes (folded)`, with the calls (COUNT, and SUM
+ * in trip_count) and the time (SUM) of everything under the node, so a table has at
+ * most one row per node and few rows for a deep recursion, however deep: no table
+ * is larger than its profile.json. */
 
 #define ST_TABLE_MAX_INDENT 100
+#define ST_TABLE_MAX_DEPTH 256
 #ifndef STRATA_OUTPUT_TABLE_H
 #define STRATA_OUTPUT_TABLE_H
 

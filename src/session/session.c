@@ -14,6 +14,7 @@
 #include "core/strbuf.h"
 #include "output/json.h"
 #include "output/sampling.h"
+#include "output/summary.h"
 #include "output/table.h"
 #include "report/formats.h"
 
@@ -230,6 +231,39 @@ int st_session_rank_from_env(char *const *envp, uint32_t *rank)
     return 0;
 }
 
+/* Prints the summary that stands for tables too long for a terminal
+ * (output/summary.h): the top functions and where the full tables are. */
+static void print_summary(FILE *f, const st_session_t *s, const st_model_t *m,
+                          const st_strbuf_t *all, unsigned formats, int precision)
+{
+    size_t rows = 0;
+    for (size_t i = 0; i < all->len; i++)
+        rows += all->data[i] == '\n';
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    if (st_summary_write(&b, m, ST_SUMMARY_TOP, precision) == 0)
+        fputs(st_strbuf_cstr(&b), f);
+    st_strbuf_free(&b);
+    fprintf(f, "[strata] the tables (%zu lines, %.1f MB) are too long for the terminal: above, "
+               "the functions with the most own time; ",
+            rows, (double)all->len / 1e6);
+    if (formats & (1u << ST_FMT_TEXT)) {
+        fputs("the full tables are in", f);
+        for (int c = 0; c < ST_NCOMPONENTS; c++) {
+            if (!(s->components & (1u << c)))
+                continue;
+            const char *name = st_component_info((st_component_t)c)->name;
+            if (s->has_rank)
+                fprintf(f, " %s/%s-%u.txt", s->outdir, name, s->rank);
+            else
+                fprintf(f, " %s/%s.txt", s->outdir, name);
+        }
+        fputc('\n', f);
+    } else {
+        fputs("`strata report` on the results prints the full tables\n", f);
+    }
+}
+
 int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                      const char *clock_name, FILE *tables, st_msg_t *msg)
 {
@@ -345,7 +379,12 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         rc = st_formats_write_dir(&m, others, s->outdir, &ro, NULL, msg);
     }
     if (tables && !all.failed) {
-        fputs(st_strbuf_cstr(&all), tables);
+        if (all.len <= ST_SUMMARY_TABLE_BYTES) {
+            fputs(st_strbuf_cstr(&all), tables);
+        } else {
+            /* too long for a terminal: the top functions, and where the rest is */
+            print_summary(tables, s, &m, &all, formats, precision);
+        }
         if (rc == 0)
             fprintf(tables, "[strata] results in %s\n", s->outdir);
         if (dropped)

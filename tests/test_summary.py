@@ -1,0 +1,121 @@
+"""What the terminal gets, and how large the tables on disk grow (issue 9, item 25).
+
+Small tables go to the terminal whole, byte for byte as before (test_golden.py);
+past 256 KiB the terminal gets the top functions by own time and where the full
+tables are. On disk, rows stop at depth 256 and what lies deeper is one folded row,
+so a deep recursion makes a small table and no table is larger than profile.json."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import STRATA, have_strata, load_profile, read_table, tables_in
+
+pytestmark = pytest.mark.skipif(not have_strata(), reason=f"strata is not built: {STRATA}")
+
+DEEP = """
+import sys
+sys.setrecursionlimit(30000)
+
+def deep(n):
+    return 0 if n == 0 else 1 + deep(n - 1)
+
+def main():
+    deep(10000)
+
+main()
+"""
+
+WIDE = """
+src = "".join(f"def function_number_{i}(x):\\n    return x + {i}\\n" for i in range(20000))
+exec(compile(src, "generated.py", "exec"))
+fs = [globals()[f"function_number_{i}"] for i in range(20000)]
+
+def sq(i):
+    return i * i
+
+def hot():
+    for i in range(50000):
+        sq(i)
+
+def main():
+    for f in fs:
+        f(1)
+    hot()
+
+main()
+"""
+
+COMPONENTS = "trip_count,wall_clock,cpu_clock"
+
+
+def sizes(results):
+    json_size = (results / "profile.json").stat().st_size
+    return json_size, {c: (results / f"{c}.txt").stat().st_size for c in COMPONENTS.split(",")}
+
+
+def test_deep_recursion_folds(runner):
+    runner.write("deep.py", DEEP)
+    r = runner.strata("--", "deep.py", env={"STRATA_COMPONENTS": COMPONENTS})
+    assert r.returncode == 0, r.describe()
+    res = runner.results()
+    json_size, tables = sizes(res)
+    for name, size in tables.items():
+        assert size < json_size / 10, (name, size, json_size)
+    table = read_table(res, "wall_clock")
+    rows = table.named("deep")
+    assert len(rows) == 256 and max(r.depth for r in rows) == 256
+    folded = [r for r in table.rows if r.name.startswith("... ")]
+    assert len(folded) == 1, folded
+    fold = folded[0]
+    assert fold.count == 10001 - 256 and fold.depth == 257
+    assert fold.name == f"... {10001 - 256} calls in {10001 - 256} deeper nodes (folded)"
+    # the folded row holds the time under the last row shown
+    last = [r for r in rows if r.depth == 256][0]
+    assert fold.num("SUM") <= last.num("SUM")
+    assert abs(fold.num("SUM") - last.num("SUM")) < 0.001
+    trips = read_table(res, "trip_count")
+    assert [r for r in trips.rows if r.name.startswith("... ")][0].num("SUM") == 10001 - 256
+
+
+def test_small_tables_printed_whole(runner):
+    runner.write("deep.py", DEEP.replace("10000", "100"))
+    r = runner.strata("--", "deep.py", env={"STRATA_COMPONENTS": COMPONENTS})
+    assert r.returncode == 0, r.describe()
+    printed = tables_in(r.stderr)
+    assert len(printed) == 3 and "too long for the terminal" not in r.stderr
+    assert printed[1] == (runner.results() / "wall_clock.txt").read_text()
+
+
+def test_many_nodes_terminal_gets_a_summary(runner):
+    runner.write("wide.py", WIDE)
+    r = runner.strata("--", "wide.py", env={"STRATA_COMPONENTS": COMPONENTS})
+    assert r.returncode == 0, r.describe()
+    res = runner.results()
+    assert len(r.stderr) < 20_000, len(r.stderr)
+    assert "TOP 20 FUNCTIONS BY OWN TIME (wall_clock)" in r.stderr, r.stderr
+    assert "too long for the terminal" in r.stderr
+    for c in COMPONENTS.split(","):
+        assert f"{res}/{c}.txt" in r.stderr or f"{res.relative_to(runner.dir)}/{c}.txt" in r.stderr
+    lines = r.stderr.splitlines()
+    first = [ln for ln in lines if ln.startswith("| ") and "FUNCTION" not in ln][0]
+    assert "function_number" not in first, first
+    assert first.split("|")[1].strip() in ("hot", "main", "sq"), first
+    # the full tables are on disk, every node a row, none larger than profile.json
+    table = read_table(res, "wall_clock")
+    assert len(table.rows) >= 20000
+    json_size, tables = sizes(res)
+    for name, size in tables.items():
+        assert size <= json_size, (name, size, json_size)
+    assert load_profile(res)
+
+
+def test_trip_count_summary_by_calls(runner):
+    runner.write("wide.py", WIDE)
+    r = runner.strata("--", "wide.py", env={"STRATA_COMPONENTS": "trip_count"})
+    assert r.returncode == 0, r.describe()
+    assert "TOP 20 FUNCTIONS BY CALLS (trip_count)" in r.stderr, r.stderr[-3000:]
+    lines = r.stderr.splitlines()
+    head = [i for i, ln in enumerate(lines) if "% CALLS" in ln][0]
+    top = lines[head + 2]
+    assert top.split("|")[1].strip() == "sq" and top.split("|")[2].strip() == "50000", top
