@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, find_results, load_profile
+from conftest import REPO, SANITIZED, find_results, load_profile
 
 SCHEMA_DIR = REPO.parent / "shared" / "formats"
 SCHEMA = SCHEMA_DIR / "perfetto_trace.proto"
@@ -554,7 +554,7 @@ def test_short_threads_lose_nothing_under_flush(runner, n, batch, buffer):
     begins = Counter(e["name"] for e in data["traceEvents"] if e["ph"] == "B")
     assert begins["work"] == n and begins["leaf"] == 2 * n, begins
     assert not [p for p in os.listdir(res) if p.startswith(".")], "spill files left behind"
-    if n == 20000:
+    if n == 20000 and not SANITIZED:  # ASan's quarantine holds freed memory
         # a finished thread keeps its results and little else: far below the
         # 19 KB a thread (391 MB) it took when finished threads kept everything
         rss_kib = int(r.stdout.split("maxrss_kib")[1].split()[0])
