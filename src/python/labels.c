@@ -172,7 +172,6 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
     return ci;
 }
 
-
 __attribute__((noinline, cold)) uint32_t st_pylabel_resolve(codeinfo_t *ci, PyCodeObject *co)
 {
     PyObject *et, *ev, *tb;
@@ -231,17 +230,20 @@ static void cprofile_name(const PyMethodDef *ml, PyObject *self, PyObject *modul
     }
     PyObject *name = PyUnicode_FromString(fname);
     PyObject *found = name ? _PyType_Lookup(Py_TYPE(self), name) : NULL; /* borrowed */
+    Py_XINCREF(found);
     Py_XDECREF(name);
     if (found && plain_repr(found)) {
         PyObject *repr = PyObject_Repr(found);
         const char *r = repr ? PyUnicode_AsUTF8(repr) : NULL;
-        if (r) {
+        if (r)
             st_strbuf_puts(b, r);
-            Py_DECREF(repr);
+        Py_XDECREF(repr);
+        if (r) {
+            Py_DECREF(found);
             return;
         }
-        Py_XDECREF(repr);
     }
+    Py_XDECREF(found);
     PyErr_Clear();
     const char *m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : NULL;
     PyErr_Clear();
