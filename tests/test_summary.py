@@ -119,3 +119,28 @@ def test_trip_count_summary_by_calls(runner):
     head = [i for i, ln in enumerate(lines) if "% CALLS" in ln][0]
     top = lines[head + 2]
     assert top.split("|")[1].strip() == "sq" and top.split("|")[2].strip() == "50000", top
+
+
+def test_long_label_cut_in_tables(runner):
+    """One very long label does not widen every row of the tables: it is cut at 256
+    bytes (profile.json keeps it whole)."""
+    name = "f" + "x" * 5000
+    runner.write("long.py", f"""
+def {name}():
+    pass
+
+def main():
+    for i in range(3):
+        {name}()
+
+main()
+""")
+    r = runner.strata("--", "long.py")
+    assert r.returncode == 0, r.describe()
+    res = runner.results()
+    row = [r for r in read_table(res, "wall_clock").rows if r.name.startswith("fx")][0]
+    assert row.name.endswith("...") and len(row.name.encode()) <= 256, len(row.name.encode())
+    assert row.name[:-3] == name[:len(row.name) - 3] and row.count == 3
+    prof = load_profile(res)
+    assert any(n["label"] == name for th in prof["threads"] for n in th["nodes"])
+    assert (res / "wall_clock.txt").stat().st_size < 4000  # 10 lines of about 380 bytes

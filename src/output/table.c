@@ -7,6 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Appends a label, cut at ST_TABLE_MAX_LABEL bytes (on a UTF-8 character's start). */
+static void put_label(st_strbuf_t *b, const char *label)
+{
+    size_t n = strlen(label);
+    if (n <= ST_TABLE_MAX_LABEL) {
+        st_strbuf_add(b, label, n);
+        return;
+    }
+    n = ST_TABLE_MAX_LABEL - 3;
+    while (n > 0 && ((unsigned char)label[n] & 0xC0) == 0x80)
+        n--;
+    st_strbuf_add(b, label, n);
+    st_strbuf_puts(b, "...");
+}
+
 /* The row that stands for everything under node `top` (at the depth cap): its
  * calls and, for a timer, their time (the sum of top's children's times). */
 static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th, uint32_t top,
@@ -76,7 +91,7 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
                                                                           : ST_TABLE_MAX_INDENT));
             st_strbuf_puts(&b, "|_");
         }
-        st_strbuf_puts(&b, st_name_text(m, node->label));
+        put_label(&b, st_name_text(m, node->label));
         st_grid_cell(g, 0, &b);
         st_strbuf_printf(&b, "%llu", (unsigned long long)node->count);
         st_grid_cell(g, 1, &b);

@@ -10,11 +10,14 @@
  * depth ST_TABLE_MAX_DEPTH: what a node that deep calls is folded into one row
  * below it, `... N calls in M deeper nodes (folded)`, with the calls (COUNT, and SUM
  * in trip_count) and the time (SUM) of everything under the node, so a table has at
- * most one row per node and few rows for a deep recursion, however deep: no table
- * is larger than its profile.json. */
+ * most one row per node and few rows for a deep recursion, however deep. A label
+ * longer than ST_TABLE_MAX_LABEL bytes is cut there (at a character's start) and
+ * ends with "...": every row is padded to the widest, so one long label would
+ * otherwise widen every row. */
 
 #define ST_TABLE_MAX_INDENT 100
 #define ST_TABLE_MAX_DEPTH 256
+#define ST_TABLE_MAX_LABEL 256
 #ifndef STRATA_OUTPUT_TABLE_H
 #define STRATA_OUTPUT_TABLE_H
 
