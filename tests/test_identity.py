@@ -220,3 +220,18 @@ def test_trace_c_labels_match_cprofile(runner):
     # the table shows the same names, builtins without their module as before
     names = {row.name for row in read_table(runner.results(), "wall_clock").rows}
     assert "<built-in method fromkeys>" in names and "<built-in method len>" in names, names
+
+
+def test_timeline_names_each_function(runner):
+    """The timeline (Chrome JSON, Perfetto) names the two work()s apart too."""
+    make_program(runner)
+    r = runner.strata("--", "main.py", env={"STRATA_TRACE": "ON", "STRATA_PRINT_TABLES": "OFF",
+                                           "STRATA_TRACE_FORMAT": "perfetto,chrome"})
+    assert r.returncode == 0, r.describe()
+    res = runner.results()
+    events = json.loads((res / "trace.json").read_text())["traceEvents"]
+    works = {e["name"] for e in events if e["ph"] == "B" and e["name"].startswith("work")}
+    assert len(works) == 2 and all("mod.py:1]" in w for w in works), works
+    assert {e["name"] for e in events if e["ph"] == "B"} >= {"main", "A.run", "B.run"}
+    pf = (res / "trace.pftrace").read_bytes()
+    assert b"pa/mod.py:1]" in pf and b"pb/mod.py:1]" in pf

@@ -9,7 +9,8 @@
  *                   seed's tables show it, not always unique;
  *   st_name_unique: the text, followed by " [file:line]" (a C function: " [name]")
  *                   when another label shares the text, so that formats that key
- *                   frames by name (folded, speedscope, HTML) keep functions apart.
+ *                   frames by name (folded, speedscope, HTML, the timeline's
+ *                   Perfetto and Chrome slices) keep functions apart.
  * Function-level names (pstats, callgrind, dot) are in output/fgraph.h. */
 #ifndef STRATA_CORE_NAMES_H
 #define STRATA_CORE_NAMES_H
@@ -27,5 +28,10 @@ static inline const char *st_name_text(const st_model_t *m, uint32_t label)
 
 /* Appends the label's unique name to out (see above). */
 void st_name_unique(const st_model_t *m, uint32_t label, st_strbuf_t *out);
+
+/* The same from the tables themselves (for writers that have no model: the
+ * timeline); locs may be NULL. */
+void st_name_unique_in(const st_intern_t *labels, const st_loctab_t *locs, uint32_t label,
+                       st_strbuf_t *out);
 
 #endif

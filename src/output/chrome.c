@@ -2,6 +2,7 @@
 
 #include <math.h>
 
+#include "core/names.h"
 #include "core/strbuf.h"
 
 static int flush(FILE *f, st_strbuf_t *b, int force)
@@ -23,8 +24,9 @@ static void put_ts(st_strbuf_t *b, uint64_t ns, uint64_t t0)
 
 int st_chrome_write(FILE *f, const st_timeline_t *m, st_msg_t *msg)
 {
-    st_strbuf_t b;
+    st_strbuf_t b, text;
     st_strbuf_init(&b);
+    st_strbuf_init(&text);
     int bad = 0;
     uint64_t t0 = m->base_mono_ns;
     st_strbuf_printf(&b, "{\"displayTimeUnit\": \"ns\", \"otherData\": {");
@@ -57,7 +59,13 @@ int st_chrome_write(FILE *f, const st_timeline_t *m, st_msg_t *msg)
             put_ts(&b, st_timeline_ns(m, e->ticks), t0);
             if (e->kind == ST_TEV_BEGIN) {
                 st_strbuf_puts(&b, ", \"name\": ");
-                st_strbuf_json_string(&b, st_intern_str(m->labels, e->label));
+                if (st_intern_shared(m->labels, e->label)) {
+                    st_strbuf_reset(&text);
+                    st_name_unique_in(m->labels, m->locs, e->label, &text);
+                    st_strbuf_json_string(&b, st_strbuf_cstr(&text));
+                } else {
+                    st_strbuf_json_string(&b, st_intern_str(m->labels, e->label));
+                }
             }
             st_strbuf_putc(&b, '}');
             bad |= flush(f, &b, 0);
@@ -79,5 +87,6 @@ int st_chrome_write(FILE *f, const st_timeline_t *m, st_msg_t *msg)
     st_strbuf_puts(&b, "\n]}\n");
     bad |= flush(f, &b, 1);
     st_strbuf_free(&b);
+    st_strbuf_free(&text);
     return bad ? st_msg_set(msg, ST_EIO, "cannot write the Chrome trace") : 0;
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/names.h"
 #include "output/pb.h"
 
 /* TracePacket */
@@ -52,6 +53,7 @@ typedef struct {
     st_strbuf_t out;   /* pending bytes of the file */
     st_strbuf_t pkt;   /* the packet being built */
     st_strbuf_t a, b, c; /* nested messages */
+    st_strbuf_t text;    /* a slice's name */
     uint64_t written;
     int error;
 } writer_t;
@@ -220,7 +222,7 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
     st_trace_reader_t r;
     st_trace_reader_init(&r, th->trace);
     const st_tevent_t *e;
-    st_strbuf_t *te = &w->a, *names = &w->b, *name = &w->c;
+    st_strbuf_t *te = &w->a, *names = &w->b, *name = &w->c, *text = &w->text;
     /* Each event packet's fixed bytes, but for the sequence id, are known. */
     char seqbytes[10];
     size_t nseq = put_varint(seqbytes, seq);
@@ -269,7 +271,9 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
                 st_strbuf_reset(names);
                 st_strbuf_reset(name);
                 st_pb_uint(name, 1, (uint64_t)e->label + 1);
-                st_pb_str(name, 2, st_intern_str(m->labels, e->label));
+                st_strbuf_reset(text);
+                st_name_unique_in(m->labels, m->locs, e->label, text);
+                st_pb_str(name, 2, st_strbuf_cstr(text));
                 st_pb_msg(names, 2, name); /* InternedData.event_names */
                 st_pb_msg(&w->pkt, PKT_INTERNED, names);
             }
@@ -337,6 +341,7 @@ int st_perfetto_write(FILE *f, const st_timeline_t *m, st_perfetto_stats_t *stat
     st_strbuf_init(&w.a);
     st_strbuf_init(&w.b);
     st_strbuf_init(&w.c);
+    st_strbuf_init(&w.text);
     uint64_t slices = 0, samples = 0;
     int rc = 0;
     write_clock_snapshot(&w, m);
@@ -357,6 +362,7 @@ int st_perfetto_write(FILE *f, const st_timeline_t *m, st_perfetto_stats_t *stat
     st_strbuf_free(&w.out);
     st_strbuf_free(&w.pkt);
     st_strbuf_free(&w.a);
+    st_strbuf_free(&w.text);
     st_strbuf_free(&w.b);
     st_strbuf_free(&w.c);
     return rc;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/intern.h"
+#include "core/loctab.h"
 #include "core/trace.h"
 
 typedef struct {
@@ -27,6 +28,7 @@ typedef struct {
 
 typedef struct {
     const st_intern_t *labels;
+    const st_loctab_t *locs;        /* the labels' functions (core/names.h); may be NULL */
     const st_timeline_thread_t *threads;
     size_t nthreads;
     const st_timeline_counter_t *counters;

@@ -101,6 +101,7 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
     const char *process = *s->target ? s->target : "python";
     st_timeline_t m = {
         .labels = &s->labels,
+        .locs = &s->locs,
         .threads = threads,
         .nthreads = s->nthreads,
         .counters = counters,
