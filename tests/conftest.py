@@ -272,8 +272,11 @@ def count_nodes(profile: dict) -> int:
 # --------------------------------------------------------------------------- tables
 
 _PREFIX = re.compile(r"^\|(\d+)>>> ")
-# Indentation stops growing after this many levels (docs/formats.md).
+# Indentation stops growing after this many levels, after BIG_INDENT in a table of
+# more than BIG_ROWS nodes (docs/formats.md).
 MAX_INDENT = 100
+BIG_INDENT = 16
+BIG_ROWS = 1000
 
 
 @dataclass
@@ -369,6 +372,10 @@ def parse_table(text: str) -> Table:
     assert columns[0] == "LABEL", columns
     rows = []
     stack: list[Row] = []
+    # where indentation stopped growing in this table: its deepest indentation
+    cap = max((len(r) - len(r.lstrip(" ")) for r in
+               (ln[bounds[0] + 2:bounds[1] - 1].rstrip() for ln in lines[5:-1])
+               for r in [r[_PREFIX.match(r).end():] if _PREFIX.match(r) else r]), default=0) // 2 + 1
     for ln in lines[5:-1]:
         for b in bounds:
             assert ln[b] == "|", f"row {ln!r} has no border at column {b}"
@@ -385,7 +392,7 @@ def parse_table(text: str) -> Table:
             assert indent % 2 == 0, f"odd indentation in {raw!r}"
             level = indent // 2 + 1
             assert level <= MAX_INDENT + 1, f"indented past the cap: {raw!r}"
-            if level == MAX_INDENT + 1 and "DEPTH" in cells:
+            if level == cap and cap in (MAX_INDENT + 1, BIG_INDENT + 1) and "DEPTH" in cells:
                 level = int(cells["DEPTH"])  # indentation stops growing; DEPTH goes on
         else:
             assert indent == 0, f"indented label without |_ : {raw!r}"

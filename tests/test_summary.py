@@ -110,6 +110,26 @@ def test_many_nodes_terminal_gets_a_summary(runner):
     assert load_profile(res)
 
 
+def test_many_nodes_and_a_deep_path(runner):
+    """Thousands of short rows beside one path 300 deep: indentation stops at 16
+    levels in so big a table, so the deep path does not widen every row past what
+    profile.json takes for the same nodes."""
+    runner.write("wd.py", WIDE.replace("    hot()\n", "    hot()\n    deep(300)\n").replace(
+        "def main():", "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)\n\ndef main():"))
+    for comps in ("trip_count", "wall_clock", "trip_count,wall_clock,cpu_clock"):
+        out = runner.dir / comps.replace(",", "_")
+        r = runner.strata("-o", out, "--", "wd.py", env={"STRATA_COMPONENTS": comps})
+        assert r.returncode == 0, r.describe()
+        json_size = (out / "profile.json").stat().st_size
+        for c in comps.split(","):
+            size = (out / f"{c}.txt").stat().st_size
+            assert size <= json_size, (c, size, json_size)
+        table = read_table(out, comps.split(",")[0])
+        deep = table.named("deep")
+        assert len(deep) == 256 and max(r.depth for r in deep) == 256
+        assert max(r.indent for r in deep) == 2 * 16
+
+
 def test_trip_count_summary_by_calls(runner):
     runner.write("wide.py", WIDE)
     r = runner.strata("--", "wide.py", env={"STRATA_COMPONENTS": "trip_count"})

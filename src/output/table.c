@@ -25,7 +25,7 @@ static void put_label(st_strbuf_t *b, const char *label)
 /* The row that stands for everything under node `top` (at the depth cap): its
  * calls and, for a timer, their time (the sum of top's children's times). */
 static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th, uint32_t top,
-                     st_component_t comp, int precision, st_strbuf_t *b)
+                     st_component_t comp, int precision, uint32_t max_indent, st_strbuf_t *b)
 {
     const st_calltree_t *t = th->tree;
     const st_component_info_t *info = st_component_info(comp);
@@ -48,7 +48,7 @@ static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
     uint32_t depth = t->nodes[top].depth + 1;
     st_grid_row(g);
     st_strbuf_printf(b, "|%u>>> ", th->index);
-    st_strbuf_fill(b, ' ', 2 * (size_t)(depth - 1 < ST_TABLE_MAX_INDENT ? depth - 1 : ST_TABLE_MAX_INDENT));
+    st_strbuf_fill(b, ' ', 2 * (size_t)(depth - 1 < max_indent ? depth - 1 : max_indent));
     st_strbuf_printf(b, "|_... %llu calls in %llu deeper nodes (folded)", (unsigned long long)calls,
                      (unsigned long long)nodes);
     st_grid_cell(g, 0, b);
@@ -72,7 +72,7 @@ static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
 }
 
 static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th,
-                     st_component_t comp, int precision)
+                     st_component_t comp, int precision, uint32_t max_indent)
 {
     const st_calltree_t *t = th->tree;
     const st_component_info_t *info = st_component_info(comp);
@@ -87,8 +87,7 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
         st_strbuf_printf(&b, "|%u>>> ", th->index);
         if (node->depth > 0) {
             uint32_t levels = node->depth - 1;
-            st_strbuf_fill(&b, ' ', 2 * (size_t)(levels < ST_TABLE_MAX_INDENT ? levels
-                                                                          : ST_TABLE_MAX_INDENT));
+            st_strbuf_fill(&b, ' ', 2 * (size_t)(levels < max_indent ? levels : max_indent));
             st_strbuf_puts(&b, "|_");
         }
         put_label(&b, st_name_text(m, node->label));
@@ -127,7 +126,7 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
         }
         /* next in depth-first order; below the depth cap, one row for the rest */
         if (node->first_child != ST_NODE_NONE && node->depth >= ST_TABLE_MAX_DEPTH) {
-            fold_row(g, m, th, n, comp, precision, &b);
+            fold_row(g, m, th, n, comp, precision, max_indent, &b);
         } else if (node->first_child != ST_NODE_NONE) {
             n = node->first_child;
             continue;
@@ -158,8 +157,13 @@ void st_table_write(st_strbuf_t *out, const st_model_t *m, st_component_t comp, 
         for (int i = 0; i < 8; i++)
             st_grid_column(&g, heads[i], i > 0);
     }
+    /* rows (at most one a node) decide how far indentation goes */
+    uint64_t nodes = 0;
     for (size_t i = 0; i < m->nthreads; i++)
-        add_rows(&g, m, &m->threads[i], comp, precision);
+        nodes += m->threads[i].tree->nnodes - 1;
+    uint32_t max_indent = nodes > ST_TABLE_BIG_ROWS ? ST_TABLE_BIG_INDENT : ST_TABLE_MAX_INDENT;
+    for (size_t i = 0; i < m->nthreads; i++)
+        add_rows(&g, m, &m->threads[i], comp, precision, max_indent);
     st_grid_render(out, &g, info->title);
     st_grid_free(&g);
 }

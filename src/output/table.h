@@ -6,7 +6,9 @@
  *
  * Indentation stops growing at ST_TABLE_MAX_INDENT levels (the DEPTH column still
  * says how deep a row is): every row is padded to the widest label, so a recursion
- * 10,000 deep would otherwise make each table hundreds of megabytes. Rows stop at
+ * 10,000 deep would otherwise make each table hundreds of megabytes. In a table of
+ * more than ST_TABLE_BIG_ROWS rows it stops at ST_TABLE_BIG_INDENT levels: there one
+ * deep path would otherwise pad thousands of short rows. Rows stop at
  * depth ST_TABLE_MAX_DEPTH: what a node that deep calls is folded into one row
  * below it, `... N calls in M deeper nodes (folded)`, with the calls (COUNT, and SUM
  * in trip_count) and the time (SUM) of everything under the node, so a table has at
@@ -16,6 +18,8 @@
  * otherwise widen every row. */
 
 #define ST_TABLE_MAX_INDENT 100
+#define ST_TABLE_BIG_ROWS 1000
+#define ST_TABLE_BIG_INDENT 16
 #define ST_TABLE_MAX_DEPTH 256
 #define ST_TABLE_MAX_LABEL 256
 #ifndef STRATA_OUTPUT_TABLE_H
