@@ -201,7 +201,7 @@ static void test_settings(void)
     char *env2[] = {"HOME=/nonexistent", cfg, "STRATA_PRECISION=5", NULL};
     char *argv[] = {"--components", "wall_clock", "--", "/dev/null", "x", NULL};
     st_args_t args;
-    CHECK(st_args_parse_python(&args, 5, argv, env2, NULL, stdout, &msg) == 0);
+    CHECK(st_args_parse_python(&args, 5, argv, env2, 0, NULL, stdout, &msg) == 0);
     CHECK(st_settings_int(&args.settings, ST_S_PRECISION) == 5); /* env over file */
     CHECK(st_settings_has(&args.settings, ST_S_COMPONENTS, "wall_clock") &&
           !st_settings_has(&args.settings, ST_S_COMPONENTS, "trip_count")); /* flag over file */
@@ -217,7 +217,7 @@ static void test_args(void)
     st_msg_t msg;
     char *argv1[] = {"-b", "-E", "^fib$", "x.*", "--label", "args", "line", "-F",
                      "--trace-c", "off", "-v", "2", "--", "/dev/null", "-v", NULL};
-    CHECK(st_args_parse_python(&a, 15, argv1, envp, NULL, stdout, &msg) == 0);
+    CHECK(st_args_parse_python(&a, 15, argv1, envp, 0, NULL, stdout, &msg) == 0);
     CHECK(st_settings_bool(&a.settings, ST_S_BUILTIN));
     size_t n;
     char *const *ex = st_settings_list(&a.settings, ST_S_FUNCTION_EXCLUDE, &n);
@@ -232,7 +232,7 @@ static void test_args(void)
     st_args_free(&a);
 
     char *argv2[] = {"-m", "pkg.mod", "--x", NULL};
-    CHECK(st_args_parse_python(&a, 3, argv2, envp, NULL, stdout, &msg) == 0);
+    CHECK(st_args_parse_python(&a, 3, argv2, envp, 0, NULL, stdout, &msg) == 0);
     CHECK(a.is_module && strcmp(a.target, "pkg.mod") == 0 && a.ntarget_args == 1);
     st_args_free(&a);
 
@@ -252,16 +252,32 @@ static void test_args(void)
         {2, {"-v", "9"}, "whole number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = st_args_parse_python(&a, bad[i].argc, bad[i].argv, envp, NULL, stdout, &msg);
+        int rc = st_args_parse_python(&a, bad[i].argc, bad[i].argv, envp, 0, NULL, stdout, &msg);
         CHECK(rc < 0 && rc != ST_EHELP);
         if (rc < 0 && !strstr(msg.text, bad[i].want)) {
             failed++;
             fprintf(stderr, "case %zu: message '%s' lacks '%s'\n", i, msg.text, bad[i].want);
         }
     }
+    /* The interpreter's options: split off for `strata python`, refused otherwise. */
+    char *argv4[] = {"-u", "-E", "x", "-X", "dev", "-Werror", "-OO", "--", "/dev/null", "-u",
+                     NULL};
+    CHECK(st_args_parse_python(&a, 10, argv4, envp, ST_ARGS_INTERPRETER, NULL, stdout, &msg) == 0);
+    CHECK(a.ninterp_opts == 5 && strcmp(a.interp_opts[0], "-u") == 0 &&
+          strcmp(a.interp_opts[2], "dev") == 0 && strcmp(a.interp_opts[4], "-OO") == 0);
+    CHECK(a.nstrata_words == 5 && strcmp(a.strata_words[0], "-E") == 0 &&
+          strcmp(a.strata_words[2], "--") == 0 && strcmp(a.strata_words[4], "-u") == 0);
+    CHECK(strcmp(a.target, "/dev/null") == 0 && a.ntarget_args == 1);
+    st_args_free(&a);
+    CHECK(st_args_parse_python(&a, 10, argv4, envp, 0, NULL, stdout, &msg) == ST_EUSAGE);
+    CHECK(strstr(msg.text, "python -u -m strata") != NULL);
+    char *argv5[] = {"-X", NULL};
+    CHECK(st_args_parse_python(&a, 1, argv5, envp, ST_ARGS_INTERPRETER, NULL, stdout, &msg) ==
+          ST_EUSAGE);
+
     char *envbad[] = {"STRATA_PROFILE=maybe", NULL};
     char *argv3[] = {"/dev/null", NULL};
-    CHECK(st_args_parse_python(&a, 1, argv3, envbad, NULL, stdout, &msg) == ST_EINVAL);
+    CHECK(st_args_parse_python(&a, 1, argv3, envbad, 0, NULL, stdout, &msg) == ST_EINVAL);
     CHECK(strstr(msg.text, "STRATA_PROFILE") != NULL);
 }
 
