@@ -157,6 +157,10 @@ typedef struct {
 extern st_py_state_t st_py;
 
 /* labels.c: the slow paths behind the caches. */
+/* s as UTF-8 text, where the bytes a file name was decoded from (surrogateescape)
+ * are not UTF-8 written \xNN; *hold keeps the text alive (Py_XDECREF it after).
+ * NULL (no exception set) if that fails. */
+const char *st_pytext_utf8(PyObject *s, PyObject **hold);
 codeinfo_t *st_pylabel_code_info(PyCodeObject *co);
 /* frame NULL: the running frame (PyEval_GetFrame), used only if its code is co. */
 uint32_t st_pylabel_args(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback);
