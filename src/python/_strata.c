@@ -279,6 +279,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
         failed |= st_py.session.threads[i]->tree.failed;
     if (st_session_write(&st_py.session, npt, st_clock_name(), tables, &msg) < 0)
         fprintf(stderr, "strata: error: %s\n", msg.text);
+    st_pybackend_report(stderr);
     if (failed)
         fprintf(stderr, "strata: error: memory ran out while profiling; the profile is "
                         "incomplete\n");

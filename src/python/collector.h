@@ -123,6 +123,8 @@ typedef struct {
     int blocked;             /* derived: calls are not recorded now */
     int unnamed;             /* th was made before the thread had a name (3.12+) */
     uint64_t skipped_events; /* events of skipped code seen (tests: they stop) */
+    Py_tracefunc chained;    /* 3.11: the program's own profile function on this
+                              * thread, which strata's hook calls (backend_profile.c) */
 } st_pythread_t;
 
 extern PyTypeObject st_pythread_type;
@@ -186,6 +188,9 @@ st_pythread_t *st_pybackend_current(void); /* the calling thread's state, if fol
 /* Verdicts changed (a new generation, a new mark): on 3.12+ the events are set
  * again and whatever was switched off is switched on, to be judged anew. */
 void st_pybackend_refresh(void);
+/* Says on err, once, where the backend could not record (the program's own
+ * profiler took its place); nothing when it could everywhere. */
+void st_pybackend_report(FILE *err);
 
 /* The code object's extra slot, read directly: CPython 3.11 to 3.13 keep them as
  * {Py_ssize_t size; void *extras[]} behind co_extra (the layout of
