@@ -113,9 +113,10 @@ def main(argv):
             sys.path.insert(0, os.getcwd())
         import runpy
         try:
-            _, spec, _ = runpy._get_module_details(target)
+            details = runpy._get_module_details(target)
         except Exception as e:  # runpy's ImportError, or a parent package failing
             return _error(f"cannot run module '{target}': {e}")
+        spec = details[1]
         name = target.rsplit(".", 1)[-1]
     else:
         name = os.path.splitext(os.path.basename(target))[0] or "script"
@@ -159,10 +160,23 @@ def main(argv):
         if parsed["is_module"]:
             import runpy
             sys.argv = [spec.origin] + args
+            # runpy runs the module, its frames under the module's as under
+            # `python -m`; what it would look up again (and the finders it would
+            # run, profiled) is what was found above: its lookup gives that back
+            # once, and is itself again.
+            found = runpy._get_module_details
+
+            def found_already(mod_name, error=ImportError):
+                runpy._get_module_details = found
+                return details
+
+            runpy._get_module_details = found_already
             _start()
-            # runpy finds the module again and runs it: its frames are under the
-            # module's, as under `python -m`.
-            _strata.run_main(runpy._run_module_as_main, target)
+            try:
+                _strata.run_main(runpy._run_module_as_main, target)
+            finally:
+                if runpy._get_module_details is found_already:
+                    runpy._get_module_details = found
         else:
             main_module.__file__ = filename
             main_module.__cached__ = None
