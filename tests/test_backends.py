@@ -683,3 +683,68 @@ def test_own_profiler_on_a_thread_with_a_trace_function(runner):
             res.describe()
         assert len(res.stderr.splitlines()) == 1, res.describe()
         assert (0, "a", 1) in rows, rows
+
+
+def test_other_ways_a_program_profiles_itself(runner):
+    """A profile function that raises, cProfile as a context manager, the pure-Python
+    profile module (which checks every event it gets) and threading.setprofile all
+    behave as without strata; strata records throughout (on 3.11 it cannot follow a
+    thread started after threading.setprofile(None), and says so)."""
+    runner.write("s.py", """
+        import cProfile
+        import profile
+        import pstats
+        import sys
+        import threading
+
+        def a():
+            return 1
+
+        def b():
+            return a() + 1
+
+        def bad(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == "a":
+                raise ValueError("from the profile function")
+
+        sys.setprofile(bad)
+        try:
+            b()
+        except ValueError as e:
+            print("raised:", e, sys.getprofile())
+        with cProfile.Profile() as pr:
+            b()
+        print(sorted(k[2] for k in pstats.Stats(pr).stats if k[2] in "ab"))
+        p = profile.Profile()
+        p.runcall(b)
+        print(sorted(k[2] for k in pstats.Stats(p).stats if k[2] in "ab"))
+        seen = []
+
+        def thread_profile(frame, event, arg):
+            if event == "call":
+                seen.append(frame.f_code.co_name)
+
+        threading.setprofile(thread_profile)
+        t = threading.Thread(target=b)
+        t.start()
+        t.join()
+        threading.setprofile(None)
+        print("thread saw", [n for n in seen if n in ("a", "b")], threading.getprofile())
+        t = threading.Thread(target=b)
+        t.start()
+        t.join()
+    """)
+    plain = runner.plain("s.py")
+    assert plain.returncode == 0 and plain.stderr == "", plain.describe()
+    res, out = run(runner, "-R", "^(a|b)$")
+    assert res.stdout == plain.stdout, res.describe()
+    rows = [(r.thread, r.path, r.count) for r in read_table(out, "trip_count").rows]
+    first = [(0, ("b",), 3), (0, ("b", "a"), 2), (1, ("b",), 1), (1, ("b", "a"), 1)]
+    if monitoring():
+        assert res.stderr == "", res.describe()
+        assert rows == first + [(2, ("b",), 1), (2, ("b", "a"), 1)], rows
+    else:
+        assert res.stderr == ("strata: warning: the program cleared threading's profile "
+                              "function (threading.setprofile(None)); threads it started after "
+                              "that were not followed\n"), res.describe()
+        assert rows == first, rows

@@ -71,9 +71,11 @@ static void check_frame_layout(void) {}
 /* The calling thread's state: static TLS (initial-exec), a plain load. */
 static _Thread_local st_pythread_t *tl_ts __attribute__((tls_model("initial-exec")));
 
-/* A thread state strata has hooked, and the state it records into. */
+/* A thread state strata has hooked, and the state it records into (the thread's
+ * ident too: a thread state's memory may be reused by a later thread). */
 typedef struct {
     PyThreadState *t;
+    unsigned long ident;
     st_pythread_t *ts;
 } hooked_t;
 
@@ -86,12 +88,15 @@ static struct {
     int late;           /* a hook was taken back late (from another thread, or a thread
                          * with a trace function): calls there may be lost */
     unsigned long main_ident; /* the thread whose pending calls run (the main one) */
+    int threads_unfollowed;   /* the program cleared threading's profile hook */
+    PyObject *setprofile;     /* strata's sys.setprofile while profiling */
+    PyObject *sys_setprofile; /* the interpreter's */
 } hk;
 
 static hooked_t *find_hooked(PyThreadState *t)
 {
     for (size_t i = 0; i < hk.n; i++)
-        if (hk.v[i].t == t)
+        if (hk.v[i].t == t && hk.v[i].ident == (unsigned long)t->thread_id)
             return &hk.v[i];
     return NULL;
 }
@@ -100,7 +105,10 @@ static hooked_t *find_hooked(PyThreadState *t)
  * thread state at that address before). */
 static int note_hooked(PyThreadState *t, st_pythread_t *ts)
 {
-    hooked_t *e = find_hooked(t);
+    hooked_t *e = NULL;
+    for (size_t i = 0; i < hk.n && !e; i++)
+        if (hk.v[i].t == t)
+            e = &hk.v[i];
     if (!e) {
         if (hk.n == hk.cap) {
             size_t cap = hk.cap ? hk.cap * 2 : 16;
@@ -115,6 +123,7 @@ static int note_hooked(PyThreadState *t, st_pythread_t *ts)
         e = &hk.v[hk.n++];
     }
     e->t = t;
+    e->ident = (unsigned long)t->thread_id;
     e->ts = ts;
     return 0;
 }
@@ -207,6 +216,14 @@ static int chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     Py_tracefunc theirs = ts ? ts->chained : NULL;
     if (!theirs)
         return run_hook()(NULL, frame, what, arg);
+    if (__builtin_expect(ts->swallow != NULL, 0)) {
+        /* the return of the sys.setprofile call that set theirs, which they would
+         * not hear of without strata */
+        PyObject *swallow = ts->swallow;
+        ts->swallow = NULL;
+        if ((what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION) && arg == swallow)
+            return run_hook()(NULL, frame, what, arg);
+    }
     if (what == PyTrace_CALL || what == PyTrace_C_CALL) {
         int r = theirs(obj, frame, what, arg);
         if (r == 0)
@@ -321,6 +338,34 @@ static void close_missed(PyThreadState *t, st_pythread_t *ts, PyFrameObject *her
 
 static int trigger(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
+/* Puts strata's hook back on thread state t, beside the program's own if it has one
+ * (chain), unless it is strata's already or t is a thread strata does not follow.
+ * Returns t's state, or NULL when nothing was done. */
+static st_pythread_t *take_back(PyThreadState *t)
+{
+    Py_tracefunc f = t->c_profilefunc;
+    if (is_ours(f) || (st_py.bootstrap && t->c_profileobj == st_py.bootstrap))
+        return NULL; /* strata's, or a new thread that will install strata's */
+    hooked_t *e = find_hooked(t);
+    if (!f && !e)
+        return NULL; /* a thread strata does not follow */
+    st_pythread_t *ts = e ? e->ts : NULL;
+    if (!ts) {
+        ts = st_pythread_new((unsigned long)t->thread_id, (uint64_t)t->native_thread_id);
+        if (!ts || note_hooked(t, ts) < 0) {
+            PyErr_Clear();
+            return NULL;
+        }
+    }
+    PyObject *obj = f ? Py_XNewRef(t->c_profileobj) : NULL;
+    ts->chained = f;
+    ts->swallow = NULL;
+    if (set_hook(t, f ? chain : run_hook(), obj) < 0)
+        PyErr_Clear();
+    Py_XDECREF(obj);
+    return ts;
+}
+
 /* Looks at every thread's hook: a cleared one gets strata's back, the program's
  * own runs beside strata's (chain). `here`: the calling thread's running frame. */
 static void recheck(PyFrameObject *here)
@@ -332,32 +377,80 @@ static void recheck(PyFrameObject *here)
     PyThreadState *me = PyThreadState_Get();
     for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t;
          t = PyThreadState_Next(t)) {
-        Py_tracefunc f = t->c_profilefunc;
-        if (is_ours(f) || (st_py.bootstrap && t->c_profileobj == st_py.bootstrap))
-            continue; /* strata's, or a new thread that will install strata's */
         if (t != me && t->c_tracefunc == trigger)
             continue; /* its own next event puts it right, losing nothing */
-        hooked_t *e = find_hooked(t);
-        if (!f && !e)
-            continue; /* a thread strata does not follow */
-        st_pythread_t *ts = e ? e->ts : NULL;
-        if (!ts) {
-            ts = st_pythread_new((unsigned long)t->thread_id, (uint64_t)t->native_thread_id);
-            if (!ts || note_hooked(t, ts) < 0) {
-                PyErr_Clear();
-                continue;
-            }
-        }
-        PyObject *obj = f ? Py_XNewRef(t->c_profileobj) : NULL;
-        ts->chained = f;
-        if (set_hook(t, f ? chain : run_hook(), obj) < 0)
-            PyErr_Clear();
-        Py_XDECREF(obj);
+        st_pythread_t *ts = take_back(t);
+        if (!ts)
+            continue;
         if (t != me)
             hk.late = 1;
         close_missed(t, ts, t == me ? (here ? here : PyEval_GetFrame()) : NULL);
     }
     PyErr_Restore(et, ev, tb);
+}
+
+/* sys.setprofile, as the program calls it: the interpreter's, then strata's hook
+ * back on the thread at once, beside the program's function if it set one. That
+ * function gets no event it would not get without strata: the return of this call
+ * reaches it only if a function of the program's was set before (the interpreter
+ * tells a profile function of a C call's return only if one was set at its start). */
+static PyObject *setprofile(PyObject *self, PyObject *fn)
+{
+    (void)self;
+    PyThreadState *t = PyThreadState_Get();
+    int was_strata_alone = t->c_profilefunc == hook || t->c_profilefunc == hook_traced;
+    hk.setting++;
+    PyObject *r = PyObject_CallOneArg(hk.sys_setprofile, fn);
+    hk.setting--;
+    if (!r || !st_py.running || st_py.forked_child)
+        return r;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    st_pythread_t *ts = take_back(t);
+    if (ts && ts->chained && was_strata_alone)
+        ts->swallow = hk.setprofile;
+    PyErr_Restore(et, ev, tb);
+    return r;
+}
+
+static PyMethodDef setprofile_def = {"setprofile", setprofile, METH_O, NULL};
+
+/* Puts strata's sys.setprofile in the sys module (named, documented and bound as
+ * the interpreter's), or the interpreter's back (if strata's is still there). */
+static int swap_setprofile(int install)
+{
+    PyObject *sys = PyImport_ImportModule("sys");
+    if (!sys)
+        return -1;
+    int rc = 0;
+    if (install && !hk.setprofile) {
+        PyObject *orig = PyObject_GetAttrString(sys, "setprofile");
+        if (orig && PyCFunction_Check(orig)) {
+            PyMethodDef *ml = ((PyCFunctionObject *)orig)->m_ml;
+            setprofile_def.ml_name = ml->ml_name;
+            setprofile_def.ml_doc = ml->ml_doc;
+            PyObject *modname = PyUnicode_FromString("sys");
+            hk.setprofile = modname ? PyCFunction_NewEx(&setprofile_def, sys, modname) : NULL;
+            Py_XDECREF(modname);
+            if (hk.setprofile && PyObject_SetAttrString(sys, "setprofile", hk.setprofile) == 0) {
+                hk.sys_setprofile = orig;
+                orig = NULL;
+            } else {
+                Py_CLEAR(hk.setprofile);
+                rc = -1;
+            }
+        }
+        Py_XDECREF(orig);
+    } else if (!install && hk.setprofile) {
+        PyObject *now = PyObject_GetAttrString(sys, "setprofile");
+        if (now == hk.setprofile && PyObject_SetAttrString(sys, "setprofile", hk.sys_setprofile) < 0)
+            rc = -1;
+        Py_XDECREF(now);
+        Py_CLEAR(hk.setprofile);
+        Py_CLEAR(hk.sys_setprofile);
+    }
+    Py_DECREF(sys);
+    return rc;
 }
 
 /* The one-shot trace function: the next event of a thread whose hook is about to
@@ -470,6 +563,8 @@ int st_pybackend_start(void)
     /* threading first: importing it now must not be recorded. */
     if (set_threading_profile(st_py.bootstrap, NULL) < 0)
         return -1;
+    if (swap_setprofile(1) < 0)
+        return -1;
     if (!hk.audit_added) {
         if (PySys_AddAuditHook(audit, NULL) < 0)
             return -1;
@@ -523,7 +618,17 @@ void st_pybackend_stop(void)
             hk.setting--;
         }
     }
+    /* threading's hook as the program left it: None means threads it started since
+     * had no hook for strata to follow */
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *left = threading ? PyObject_CallMethod(threading, "getprofile", NULL) : NULL;
+    hk.threads_unfollowed = left == Py_None;
+    Py_XDECREF(left);
+    Py_XDECREF(threading);
+    PyErr_Clear();
     if (set_threading_profile(Py_None, st_py.bootstrap) < 0)
+        PyErr_Clear();
+    if (swap_setprofile(0) < 0)
         PyErr_Clear();
     PyErr_Restore(et, ev, tb);
 }
@@ -536,4 +641,8 @@ void st_pybackend_report(FILE *err)
                      "back at once (a thread with a trace function, or changed from another "
                      "thread); strata ran beside it from when it could, and calls made there "
                      "before that may be missing\n");
+    if (hk.threads_unfollowed)
+        fprintf(err, "strata: warning: the program cleared threading's profile function "
+                     "(threading.setprofile(None)); threads it started after that were not "
+                     "followed\n");
 }

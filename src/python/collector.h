@@ -125,6 +125,8 @@ typedef struct {
     uint64_t skipped_events; /* events of skipped code seen (tests: they stop) */
     Py_tracefunc chained;    /* 3.11: the program's own profile function on this
                               * thread, which strata's hook calls (backend_profile.c) */
+    PyObject *swallow;       /* 3.11: the C function whose next return the program's
+                              * function must not hear of (borrowed) */
 } st_pythread_t;
 
 extern PyTypeObject st_pythread_type;
