@@ -6,7 +6,36 @@
  * event. The hook turns CALL / RETURN / C_CALL / C_RETURN into the collector's
  * events (collector.h). CPython 3.12 and later use sys.monitoring instead
  * (backend_monitoring.c), behind the same functions; CMake builds the one that fits
- * the interpreter. */
+ * the interpreter.
+ *
+ * Design note: a program with its own profiler. A thread has one profile hook, and
+ * the program may set its own (sys.setprofile, cProfile's enable) or clear it
+ * (disable, sys.setprofile(None)). The program must see what it would see without
+ * strata, and strata must not stop silently:
+ *
+ *   - strata's hook is installed with no object, so sys.getprofile() is None, as
+ *     without strata; the hook finds its thread's state through a thread-local
+ *     pointer (a thread hooked from another one adopts the state made for it, found
+ *     by its thread state, at its first event);
+ *   - a thread whose hook the program cleared gets strata's back; a thread with the
+ *     program's hook gets `chain`, with the program's object kept (so
+ *     sys.getprofile() is what the program set): chain calls the program's function
+ *     with the events and arguments it would get alone, and strata's hook beside it
+ *     (the program's first on a call, strata's first on a return, so that neither
+ *     times the other more than it must). take_back does this for one thread;
+ *   - sys.setprofile is strata's while it runs (named, documented and bound as the
+ *     interpreter's): it calls the interpreter's, then takes back the thread before
+ *     it returns, so that the program's function hears of no event it would not
+ *     hear of without strata (swallow);
+ *   - for profilers in C (cProfile's enable), an audit hook hears "sys.setprofile",
+ *     raised just before any thread's hook changes. It arms a one-shot C trace
+ *     function on the calling thread (when it has none: a debugger's is left alone)
+ *     and a pending call (run soon by the main thread); whichever runs first takes
+ *     back every thread (recheck), and closes the calls whose ends strata missed:
+ *     the C call that changed the hook (its return went to the program's hook) and,
+ *     on a thread taken back from another one (which may have run meanwhile), every
+ *     open call whose frame is gone. Calls made meanwhile on such a thread are lost:
+ *     strata says so, once, when it writes its results. */
 #include "python/collector.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
