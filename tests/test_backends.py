@@ -748,3 +748,29 @@ def test_other_ways_a_program_profiles_itself(runner):
                               "function (threading.setprofile(None)); threads it started after "
                               "that were not followed\n"), res.describe()
         assert rows == first, rows
+
+
+def test_own_profiler_started_before_strata(runner):
+    """A profiler the setup file starts (before strata's) keeps hearing every call, and
+    strata records beside it."""
+    runner.write("setup_prof.py", """
+        import builtins
+        import cProfile
+
+        builtins.PR = cProfile.Profile()
+        builtins.PR.enable()
+    """)
+    runner.write("s.py", """
+        import pstats
+
+        def work():
+            return 5
+
+        work()
+        work()
+        PR.disable()
+        print([v[1] for k, v in pstats.Stats(PR).stats.items() if k[2] == "work"])
+    """)
+    res, out = run(runner, "-s", "setup_prof.py", "-R", "^work$")
+    assert (res.stdout, res.stderr) == ("[2]\n", ""), res.describe()
+    assert [(r.name, r.count) for r in read_table(out, "trip_count").rows] == [("work", 2)]

@@ -592,8 +592,6 @@ int st_pybackend_start(void)
     /* threading first: importing it now must not be recorded. */
     if (set_threading_profile(st_py.bootstrap, NULL) < 0)
         return -1;
-    if (swap_setprofile(1) < 0)
-        return -1;
     if (!hk.audit_added) {
         if (PySys_AddAuditHook(audit, NULL) < 0)
             return -1;
@@ -617,6 +615,9 @@ int st_pybackend_start(void)
             return -1;
     }
     st_py.running = 1;
+    /* Without it (out of memory) the audit hook still hears sys.setprofile. */
+    if (swap_setprofile(1) < 0)
+        PyErr_Clear();
     return 0;
 }
 
