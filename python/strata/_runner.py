@@ -64,6 +64,10 @@ def _strip(tb):
     return tb
 
 
+class _SetupError(Exception):
+    """The setup file cannot be run (a usage error)."""
+
+
 def _read_setup(path):
     """The setup file's code; a file that cannot be read or compiled is a usage
     error, found before anything runs or is written."""
@@ -76,10 +80,6 @@ def _read_setup(path):
         where = f" line {e.lineno}" if getattr(e, "lineno", None) else ""
         msg = getattr(e, "msg", None) or str(e)
         raise _SetupError(f"setup file '{path}'{where}: {type(e).__name__}: {msg}") from None
-
-
-class _SetupError(Exception):
-    """The setup file cannot be run (a usage error)."""
 
 
 def _main_module():
