@@ -239,6 +239,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
         st_py.session.settings = copy;
     }
     double npt[ST_NTIMERS] = {st_clock_ns_per_tick(), 1.0};
+    /* Warnings about lost data go to stderr whether or not the tables are printed. */
     FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? stderr : NULL;
     PyObject *out = PySys_GetObject("stdout"), *err = PySys_GetObject("stderr");
     PyObject *r;
@@ -251,8 +252,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
     int failed = 0;
     for (size_t i = 0; i < st_py.session.nthreads; i++)
         failed |= st_py.session.threads[i]->tree.failed;
-    if (st_session_write(&st_py.session, npt, st_clock_name(), tables, &msg) < 0)
-        fprintf(stderr, "strata: error: %s\n", msg.text);
+    st_session_write(&st_py.session, npt, st_clock_name(), tables, stderr, &msg);
     if (failed)
         fprintf(stderr, "strata: error: memory ran out while profiling; the profile is "
                         "incomplete\n");

@@ -99,6 +99,37 @@ void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, 
         snprintf(buf, size, "%s%s", stem, formats[f].ext);
 }
 
+/* 1 if an executable `name` is found on PATH. */
+static int on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char full[PATH_MAX];
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        if (snprintf(full, sizeof full, "%.*s/%s", (int)n, n ? p : ".", name) < (int)sizeof full) {
+            struct stat st;
+            if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
+                return 1;
+        }
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return 0;
+}
+
+int st_formats_check_tools(unsigned mask, const char *what, st_msg_t *msg)
+{
+    unsigned graphviz = mask & ((1u << ST_FMT_PNG) | (1u << ST_FMT_SVG));
+    if (graphviz && !on_path("dot"))
+        return st_msg_set(msg, ST_EINVAL,
+                          "%s: %s needs Graphviz's dot command, which is not on PATH (apt-get "
+                          "install graphviz), or choose dot and render it later",
+                          what, (graphviz & (1u << ST_FMT_PNG)) ? "png" : "svg");
+    return 0;
+}
 
 /* Runs Graphviz's dot on the graph text, reading the image from its output. */
 static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *type,

@@ -62,6 +62,11 @@ int st_formats_parse(const char *list, unsigned *mask, st_msg_t *msg);
  * component's. */
 void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, size_t size);
 
+/* Checks that the tools the formats in mask need can be run: png and svg need
+ * Graphviz's dot on PATH. ST_EINVAL with a message naming `what` (the setting or
+ * flag that asked) when one is missing; 0 otherwise. */
+int st_formats_check_tools(unsigned mask, const char *what, st_msg_t *msg);
+
 /* Renders format f of m into out (binary for pstats and png). Text is every
  * table, one after another. png and svg run Graphviz's dot: ST_EIO with a clear
  * message when it is not installed or fails. */

@@ -108,6 +108,15 @@ int st_session_set_command(st_session_t *s, int argc, char *const *argv)
     return 0;
 }
 
+void st_session_file_name(const st_session_t *s, const char *stem, const char *ext, char *buf,
+                          size_t size)
+{
+    if (s->has_rank)
+        snprintf(buf, size, "%s-%u%s", stem, s->rank, ext);
+    else
+        snprintf(buf, size, "%s%s", stem, ext);
+}
+
 int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
 {
     snprintf(s->target, sizeof s->target, "%s", target);
@@ -132,10 +141,26 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
             if (snprintf(path, sizeof path, "%s_%d", base, k) >= (int)sizeof path)
                 return st_msg_set(msg, ST_EINVAL, "output folder name too long");
     }
-    if (st_fs_make_dirs(path) != 0 || access(path, W_OK | X_OK) != 0)
+    /* Absolute now, while the working directory is still the user's. */
+    char abs[PATH_MAX];
+    if (path[0] == '/') {
+        snprintf(abs, sizeof abs, "%s", path);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd))
+            return st_msg_set(msg, ST_EIO, "cannot create the results folder '%s': the current "
+                                           "directory is not reachable (%s)",
+                              path, strerror(errno));
+        if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", path) >=
+            (int)sizeof abs)
+            return st_msg_set(msg, ST_EINVAL, "output folder name too long: '%s'", path);
+    }
+    errno = 0;
+    if (st_fs_make_dirs(abs) != 0 || access(abs, W_OK | X_OK) != 0)
         return st_msg_set(msg, ST_EIO, "cannot create the results folder '%s': %s", path,
                           strerror(errno ? errno : EACCES));
-    snprintf(s->outdir, sizeof s->outdir, "%s", path);
+    snprintf(s->outdir, sizeof s->outdir, "%s", abs);
+    snprintf(s->outdir_shown, sizeof s->outdir_shown, "%s", path);
     return 0;
 }
 
@@ -222,8 +247,37 @@ int st_session_rank_from_env(char *const *envp, uint32_t *rank)
     return 0;
 }
 
+/* The files of the results that could not be written. */
+typedef struct {
+    int n;               /* how many */
+    st_msg_t *first;     /* the first one's message (the caller's msg) */
+    int first_rc;
+    st_strbuf_t text;    /* a `strata: error:` line each */
+} failures_t;
+
+static void failed(failures_t *f, int rc, const st_msg_t *one)
+{
+    if (rc >= 0)
+        return;
+    if (f->n++ == 0) {
+        f->first_rc = rc;
+        if (f->first)
+            *f->first = *one;
+    }
+    st_strbuf_printf(&f->text, "strata: error: %s\n", one->text);
+}
+
+/* " by rank N" under MPI, else "". */
+static const char *rank_words(const st_session_t *s, char *buf, size_t size)
+{
+    if (!s->has_rank)
+        return "";
+    snprintf(buf, size, " by rank %u", s->rank);
+    return buf;
+}
+
 int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
-                     const char *clock_name, FILE *tables, st_msg_t *msg)
+                     const char *clock_name, FILE *tables, FILE *notes, st_msg_t *msg)
 {
     st_model_thread_t *threads = calloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
     if (!threads)
@@ -262,12 +316,15 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     for (int i = 0; i < ST_NTIMERS; i++)
         m.ns_per_tick[i] = ns_per_tick[i];
 
-    int rc = 0;
+    /* Every file is tried; each failure is kept for `notes`, the first for msg. */
+    failures_t fail = {.n = 0, .first = msg, .first_rc = 0};
+    st_strbuf_init(&fail.text);
+    st_msg_t one;
     /* The timeline first: profile.json records what writing it gave. */
     uint64_t tstats[4] = {0, 0, 0, 0};
     if (s->tracing) {
         uint64_t t0 = st_clock_monotonic_ns();
-        rc = st_session_write_timeline(s, ns_per_tick[ST_TIMER_WALL], tstats, msg);
+        failed(&fail, st_session_write_timeline(s, ns_per_tick[ST_TIMER_WALL], tstats, &one), &one);
         m.trace_write_s = (double)(st_clock_monotonic_ns() - t0) * 1e-9;
         m.has_trace = 1;
         m.trace_events = tstats[0];
@@ -297,54 +354,47 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     st_strbuf_t buf, all;
     st_strbuf_init(&buf);
     st_strbuf_init(&all);
-    if (rc == 0 && s->sampling) {
+    char name[64];
+    if (s->sampling) {
         st_sampling_table_write(&buf, &m);
-        rc = write_file(s->outdir, "process_sampling.txt", &buf, msg);
+        st_session_file_name(s, "process_sampling", ".txt", name, sizeof name);
+        failed(&fail, write_file(s->outdir, name, &buf, &one), &one);
         st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
     }
-    for (int c = 0; c < ST_NCOMPONENTS && rc == 0 && profile; c++) {
+    for (int c = 0; c < ST_NCOMPONENTS && profile; c++) {
         if (!(s->components & (1u << c)))
             continue;
         const st_component_info_t *info = st_component_info((st_component_t)c);
         st_strbuf_reset(&buf);
         st_table_write(&buf, &m, (st_component_t)c, precision);
-        char name[64];
-        if (s->has_rank)
-            snprintf(name, sizeof name, "%s-%u.txt", info->name, s->rank);
-        else
-            snprintf(name, sizeof name, "%s.txt", info->name);
+        st_session_file_name(s, info->name, ".txt", name, sizeof name);
         if (formats & (1u << ST_FMT_TEXT))
-            rc = write_file(s->outdir, name, &buf, msg);
+            failed(&fail, write_file(s->outdir, name, &buf, &one), &one);
         if (all.len)
             st_strbuf_putc(&all, '\n');
         st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
     }
-    if (rc == 0) {
+    if (formats & (1u << ST_FMT_JSON)) {
         st_strbuf_reset(&buf);
         st_json_write(&buf, &m);
-        char name[64];
         st_format_file_name(ST_FMT_JSON, s->has_rank, s->rank, name, sizeof name);
-        if (formats & (1u << ST_FMT_JSON))
-            rc = write_file(s->outdir, name, &buf, msg);
+        failed(&fail, write_file(s->outdir, name, &buf, &one), &one);
     }
-    /* the other formats asked for at run time (STRATA_OUTPUT_FORMATS) */
-    unsigned others = formats & ~((1u << ST_FMT_TEXT) | (1u << ST_FMT_JSON));
-    if (rc == 0 && others) {
-        st_report_opts_t ro;
-        st_report_opts_init(&ro);
-        ro.precision = precision;
-        ro.title = *s->target ? s->target : NULL;
-        rc = st_formats_write_dir(&m, others, s->outdir, &ro, NULL, msg);
-    }
+    /* The other formats asked for at run time (STRATA_OUTPUT_FORMATS), one at a time:
+     * one that fails (Graphviz gone since the start) never stops the others. */
+    st_report_opts_t ro;
+    st_report_opts_init(&ro);
+    ro.precision = precision;
+    ro.title = *s->target ? s->target : NULL;
+    for (int f = 0; f < ST_NFORMATS; f++)
+        if (f != ST_FMT_TEXT && f != ST_FMT_JSON && (formats & (1u << f)))
+            failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, &one), &one);
     if (tables && !all.failed) {
         fputs(st_strbuf_cstr(&all), tables);
-        if (rc == 0)
-            fprintf(tables, "[strata] results in %s\n", s->outdir);
-        if (dropped)
-            fprintf(tables, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
-                    (unsigned long long)dropped);
+        if (fail.n == 0)
+            fprintf(tables, "[strata] results in %s\n", s->outdir_shown);
         if (s->tracing)
-            st_session_print_trace_summary(tables, s, tstats);
+            st_session_print_trace_summary(tables, NULL, s, tstats);
         if (s->sampling)
             fprintf(tables, "[strata] process sampling: %zu samples at %g per second; the sampler "
                             "used %.1f ms of CPU%s%s\n",
@@ -352,9 +402,28 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                     m.gpu_note ? "; " : "", m.gpu_note ? m.gpu_note : "");
         fflush(tables);
     }
+    /* What was lost, and what could not be written: always said. */
+    if (notes) {
+        if (dropped)
+            fprintf(notes, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
+                    (unsigned long long)dropped);
+        if (s->tracing)
+            st_session_print_trace_summary(NULL, notes, s, tstats);
+        if (s->sampling && s->sampler.failed)
+            fprintf(notes, "[strata] process sampling stopped early: out of memory\n");
+        if (fail.n) {
+            fputs(st_strbuf_cstr(&fail.text), notes);
+            fprintf(notes, "strata: error: %d file%s of the results could not be written%s; "
+                           "what was written is in %s\n",
+                    fail.n, fail.n == 1 ? "" : "s", rank_words(s, name, sizeof name),
+                    s->outdir_shown);
+        }
+        fflush(notes);
+    }
     st_strbuf_free(&buf);
     st_strbuf_free(&all);
+    st_strbuf_free(&fail.text);
     free(threads);
-    s->written = rc == 0;
-    return rc;
+    s->written = fail.n == 0;
+    return fail.first_rc;
 }

@@ -251,6 +251,11 @@ static void sample_now(st_sampler_t *s, double *vals, uint64_t now)
 
     read_io(&vals[M_READ], &vals[M_WRITE]);
     read_net(&vals[M_NET_RX], &vals[M_NET_TX]);
+    vals[M_NET_RX] -= s->net_base[0]; /* the run's bytes, not the namespace's since boot */
+    vals[M_NET_TX] -= s->net_base[1];
+    for (int k = M_NET_RX; k <= M_NET_TX; k++)
+        if (vals[k] < 0) /* an interface went away */
+            vals[k] = 0;
 
     vals[M_THREADS] = 0;
     if (read_file("/proc/self/stat", buf, sizeof buf) > 0) {
@@ -364,6 +369,7 @@ int st_sampler_start(st_sampler_t *s, double freq, st_msg_t *msg)
     if (s->interval_ns < 100000)
         s->interval_ns = 100000;
     define_metrics(s);
+    read_net(&s->net_base[0], &s->net_base[1]);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

@@ -9,6 +9,11 @@
  * CPU time (read from /proc/self/task/<tid>/stat) is subtracted from the process's
  * user and system time and utilisation, and it does not count itself as a thread.
  *
+ * network.received and network.sent count the bytes through every interface of the
+ * network namespace (/proc/self/net/dev: every process in it, not only this one),
+ * from the start of sampling: each sample is the counters' value less their value
+ * at st_sampler_start(), so the figures are the run's, not the machine's since boot.
+ *
  * Memory is bounded: at most ST_SAMPLER_MAX_SAMPLES samples are kept; when that
  * many are held, every other one is dropped and the interval doubles, so a long
  * run keeps its whole span at a coarser step.
@@ -53,6 +58,7 @@ typedef struct {
     void *nvml;                        /* dlopen handle */
     void *gpus[16];
     double last_cpu_s, last_ns_s;
+    double net_base[2];                /* network counters at the start (received, sent) */
     int failed;                        /* an allocation failed: sampling stopped early */
 } st_sampler_t;
 

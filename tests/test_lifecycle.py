@@ -1,0 +1,332 @@
+"""A run's life from its start to its results, however it ends (issue 9).
+
+The results folder is fixed before the program starts (a chdir cannot move it); every
+file a rank writes carries the rank; every file is created exclusively; a file that
+cannot be written never stops the others and is always reported; warnings about lost
+data print whether or not the tables do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import STRATA, find_results, load_profile, read_table, results_dirs
+
+QUIET = {"STRATA_PRINT_TABLES": "OFF", "STRATA_COMPONENTS": "trip_count"}
+
+
+def names(folder: Path) -> set:
+    return set(os.listdir(folder))
+
+
+# --------------------------------------------------------------------------- item 3: chdir
+
+CHDIR = """
+import os
+def before():
+    pass
+def after():
+    pass
+before()
+os.makedirs("elsewhere", exist_ok=True)
+os.chdir("elsewhere")
+after()
+open("profile.json", "w").write("the program's own file\\n")
+print(os.getcwd().endswith("elsewhere"))
+"""
+
+
+def test_program_that_changes_directory_keeps_default_folder(runner):
+    runner.write("cd.py", CHDIR)
+    r = runner.strata("--", "cd.py", env={"STRATA_COMPONENTS": "trip_count"})
+    assert r.returncode == 0 and r.stdout == "True\n", r.describe()
+    res = find_results(runner.dir)  # in the folder strata started in
+    table = read_table(res, "trip_count")
+    assert table.get("before") and table.get("after"), table.text
+    assert not (runner.dir / "elsewhere" / "strata-cd-output").exists()
+    assert (runner.dir / "elsewhere" / "profile.json").read_text() == "the program's own file\n"
+    # announced as the user named it, relative to where the user is
+    assert f"[strata] results in {res.relative_to(runner.dir)}\n" in r.stderr
+
+
+def test_relative_output_folder_is_fixed_before_the_program_runs(runner):
+    runner.write("cd.py", CHDIR)
+    r = runner.strata("-o", "out", "--", "cd.py", env={"STRATA_COMPONENTS": "trip_count"})
+    assert r.returncode == 0, r.describe()
+    assert (runner.dir / "out" / "profile.json").is_file()
+    assert read_table(runner.dir / "out", "trip_count").get("after")
+    # the program's file of the same name in its new directory is untouched
+    assert (runner.dir / "elsewhere" / "profile.json").read_text() == "the program's own file\n"
+    assert not (runner.dir / "elsewhere" / "out").exists()
+    assert "[strata] results in out\n" in r.stderr
+
+
+# --------------------------------------------------------------------------- item 1: ranks
+
+def test_every_file_of_a_rank_carries_the_rank(runner):
+    """Under an MPI launcher (its rank variable), the trace, the Chrome trace and the
+    sampling table are per rank, as profile-N.json and the tables already were."""
+    runner.write("r.py", "def work():\n    return 1\nwork()\n")
+    env = {**QUIET, "OMPI_COMM_WORLD_RANK": "3", "STRATA_TRACE": "ON",
+           "STRATA_TRACE_FORMAT": "perfetto,chrome", "STRATA_USE_PROCESS_SAMPLING": "ON",
+           "STRATA_OUTPUT_PATH": runner.dir / "out"}
+    r = runner.strata("--", "r.py", env=env)
+    assert r.returncode == 0 and r.stderr == "", r.describe()
+    assert names(runner.dir / "out") == {"trace-3.pftrace", "trace-3.json",
+                                         "process_sampling-3.txt", "trip_count-3.txt",
+                                         "profile-3.json"}
+
+
+BREAKS_FOLDER = """
+import shutil, sys
+def work():
+    return 1
+work()
+shutil.rmtree(sys.argv[1])
+open(sys.argv[1], "w").write("not a folder\\n")
+"""
+
+
+def test_every_file_is_tried_and_each_failure_said(runner):
+    """The results folder is gone at the end: each file's failure is reported, then how
+    many failed, even with STRATA_PRINT_TABLES=OFF; the exit status is the program's."""
+    runner.write("b.py", BREAKS_FOLDER)
+    out = runner.dir / "out"
+    env = {**QUIET, "STRATA_TRACE": "ON", "STRATA_USE_PROCESS_SAMPLING": "ON",
+           "STRATA_OUTPUT_FORMATS": "text,json,folded", "OMPI_COMM_WORLD_RANK": "2"}
+    r = runner.strata("-o", out, "--", "b.py", out, env=env)
+    assert r.returncode == 0, r.describe()
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("strata: error: ")]
+    for name in ("trace-2.pftrace", "process_sampling-2.txt", "trip_count-2.txt",
+                 "profile-2.json", "profile-2.folded"):
+        assert any(name in e for e in errors), (name, r.stderr)
+    assert errors[-1].startswith("strata: error: 5 files of the results could not be "
+                                 "written by rank 2"), r.stderr
+    assert "results in" not in r.stderr
+
+
+# --------------------------------------------------------------------------- item 1: mpirun
+
+MPI_PROG = """
+from mpi4py import MPI
+
+def work(rank):
+    return sum(i * rank for i in range(20000))
+
+comm = MPI.COMM_WORLD
+total = comm.allreduce(work(comm.Get_rank()))
+if comm.Get_rank() == 0:
+    print("total", total, "size", comm.Get_size())
+"""
+
+
+def test_mpirun_four_ranks_trace_and_sampling(runner, venv_python):
+    """mpi4py on Open MPI, four ranks sharing the default results folder, with the
+    trace and process sampling on: every rank writes all its files."""
+    mpirun = subprocess.run(["which", "mpirun"], capture_output=True, text=True).stdout.strip()
+    if not mpirun:
+        pytest.skip("mpirun is not installed (Debian's openmpi-bin)")
+    probe = runner.run([venv_python, "-c", "import mpi4py"])
+    if probe.returncode != 0:
+        pytest.skip(f"mpi4py is not installed in {venv_python} (make venv installs it)")
+    runner.write("mpi.py", MPI_PROG)
+    env = {"STRATA_TRACE": "ON", "STRATA_USE_PROCESS_SAMPLING": "ON",
+           "STRATA_PRINT_TABLES": "OFF", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    r = runner.run([mpirun, "-n", "4", "--oversubscribe", STRATA, "python", "--", "mpi.py"],
+                   env=env, timeout=120)
+    assert r.returncode == 0, r.describe()
+    assert "total" in r.stdout and "size 4" in r.stdout, r.describe()
+    assert "strata: error" not in r.stderr and "cannot write" not in r.stderr, r.describe()
+    # the ranks share the folder of the second they started in (two, when they
+    # started across a second's boundary)
+    found = results_dirs(runner.dir)
+    assert 1 <= len(found) <= 2, found
+    files = {f: d for d in found for f in names(d)}
+    for rank in range(4):
+        for name in (f"profile-{rank}.json", f"wall_clock-{rank}.txt", f"trace-{rank}.pftrace",
+                     f"process_sampling-{rank}.txt"):
+            assert name in files, (name, sorted(files))
+        prof = json.loads((files[f"profile-{rank}.json"] / f"profile-{rank}.json").read_text())
+        assert prof["metadata"]["rank"] == rank
+    assert not [f for f in files if f.startswith(".")], files
+
+
+# --------------------------------------------------------------------------- item 9: warnings
+
+def test_lost_data_is_said_without_tables(runner):
+    runner.write("w.py", """
+def f0(): pass
+def f1(): pass
+def f2(): pass
+def f3(): pass
+for f in (f0, f1, f2, f3):
+    f()
+""")
+    r = runner.strata("--", "w.py", env={**QUIET, "STRATA_MAX_NODES": "2"})
+    assert r.returncode == 0, r.describe()
+    assert "calls were not recorded (STRATA_MAX_NODES reached)" in r.stderr, r.describe()
+    assert "COUNTS NUMBER" not in r.stderr and "results in" not in r.stderr
+
+
+def test_trace_drops_are_said_without_tables(runner):
+    runner.write("d.py", "def tiny(i):\n    return i\nfor i in range(120000):\n    tiny(i)\n")
+    r = runner.strata("--", "d.py", env={**QUIET, "STRATA_TRACE": "ON",
+                                         "STRATA_TRACE_BUFFER_SIZE": "1MiB"})
+    assert r.returncode == 0, r.describe()
+    assert "calls were not recorded: the buffer was full" in r.stderr, r.describe()
+
+
+# --------------------------------------------------------------------------- item 7: spill
+
+SPILL_FAILS = """
+import resource, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, hard))  # the disk is "full"
+def tiny(i):
+    return i
+for i in range(120000):
+    tiny(i)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # room again for the results
+"""
+
+
+def test_failed_spill_is_a_write_error_and_the_trace_says_so(runner):
+    from test_trace import decode, need_schema
+    runner.write("sp.py", SPILL_FAILS)
+    env = {**QUIET, "STRATA_TRACE": "ON", "STRATA_TRACE_BUFFER_SIZE": "1MiB",
+           "STRATA_TRACE_FILL_POLICY": "flush", "STRATA_OUTPUT_PATH": runner.dir / "out"}
+    r = runner.strata("--", "sp.py", env=env)
+    assert r.returncode == 0, r.describe()
+    want = "strata: error: trace: writing the spill file in"
+    assert want in r.stderr and os.strerror(27) in r.stderr, r.describe()  # EFBIG
+    assert "the trace is incomplete" in r.stderr
+    assert "the buffer was full" not in r.stderr, r.describe()
+    need_schema()
+    t = decode(runner.dir / "out" / "trace.pftrace")
+    assert "writing the spill file failed (File too large)" in t.attributes["strata.incomplete"]
+    lost = int(t.attributes["strata.dropped_calls"])
+    assert lost > 0 and t.names()["tiny"] + lost == 120000
+
+
+# --------------------------------------------------------------------------- item 11: links
+
+@pytest.mark.parametrize("name, fmt", [("trace.pftrace", "perfetto"), ("trace.json", "chrome")])
+def test_planted_link_in_results_folder_is_never_followed(runner, name, fmt):
+    victim = runner.dir / "victim.txt"
+    victim.write_text("precious\n")
+    out = runner.dir / "out"
+    runner.write("p.py", f"""
+import os, sys
+os.symlink({str(victim)!r}, os.path.join(sys.argv[1], ".{name}.tmp"))
+def work():
+    return 1
+work()
+""")
+    env = {**QUIET, "STRATA_TRACE": "ON", "STRATA_TRACE_FORMAT": fmt}
+    r = runner.strata("-o", out, "--", "p.py", out, env=env)
+    assert r.returncode == 0 and r.stderr == "", r.describe()
+    assert victim.read_text() == "precious\n"
+    assert (out / name).is_file() and not (out / name).is_symlink()
+    assert (out / name).stat().st_size > 0
+
+
+# --------------------------------------------------------------------------- item 22: Graphviz
+
+def test_png_without_graphviz_is_an_error_before_the_run(runner):
+    runner.write("g.py", "open('ran', 'w').close()\n")
+    for front in (runner.strata, runner.module):
+        r = front("--", "g.py", env={**QUIET, "STRATA_OUTPUT_FORMATS": "text,png",
+                                     "PATH": runner.dir / "nothing-here"})
+        assert r.returncode == 2, r.describe()
+        assert r.stderr.startswith("strata: error: STRATA_OUTPUT_FORMATS: png needs "
+                                   "Graphviz's dot"), r.stderr
+        assert len(r.stderr.splitlines()) == 1
+        assert not (runner.dir / "ran").exists() and not results_dirs(runner.dir)
+
+
+def test_one_failing_format_never_stops_the_others(runner):
+    """Graphviz's dot is there at the start but fails at the end: png is reported,
+    and the formats after it are written all the same."""
+    bin_dir = runner.dir / "bin"
+    bin_dir.mkdir()
+    dot = bin_dir / "dot"
+    dot.write_text("#!/bin/sh\necho 'dot: out of order' >&2\nexit 1\n")
+    dot.chmod(dot.stat().st_mode | stat.S_IEXEC)
+    runner.write("f.py", "def work():\n    return 1\nwork()\n")
+    env = {**QUIET, "STRATA_OUTPUT_FORMATS": "text,json,png,folded,callgrind",
+           "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+           "STRATA_OUTPUT_PATH": runner.dir / "out"}
+    r = runner.strata("--", "f.py", env=env)
+    assert r.returncode == 0, r.describe()
+    assert "strata: error: Graphviz's dot failed to make png: dot: out of order" in r.stderr
+    assert "1 file of the results could not be written" in r.stderr
+    assert {"profile.folded", "callgrind.out", "profile.json", "trip_count.txt"} <= \
+        names(runner.dir / "out"), names(runner.dir / "out")
+    assert "callgraph.png" not in names(runner.dir / "out")
+
+
+# --------------------------------------------------------------------------- item 23
+
+def test_trace_format_without_trace(runner):
+    runner.write("t.py", "open('ran', 'w').close()\n")
+    r = runner.strata("--trace-format", "chrome", "--", "t.py", env=QUIET)
+    assert r.returncode == 2 and not (runner.dir / "ran").exists(), r.describe()
+    assert r.stderr == ("strata: error: --trace-format chrome chooses the timeline's formats, "
+                        "but no timeline is recorded: add --trace (or STRATA_TRACE=ON)\n")
+    # from the environment or a config file (set once for every run): a warning
+    r = runner.strata("--", "t.py", env={**QUIET, "STRATA_TRACE_FORMAT": "chrome"})
+    assert r.returncode == 0 and (runner.dir / "ran").exists(), r.describe()
+    assert r.stderr == ("strata: warning: STRATA_TRACE_FORMAT=chrome (from the environment) "
+                        "has no effect: no timeline is recorded without STRATA_TRACE=ON "
+                        "(or --trace)\n")
+    r = runner.strata("--trace", "--trace-format", "chrome", "--", "t.py", env=QUIET)
+    assert r.returncode == 0 and r.stderr == "", r.describe()
+
+
+# --------------------------------------------------------------------------- item 30: network
+
+NET = """
+import socket, threading, time
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+def serve():
+    c, _ = srv.accept()
+    while c.recv(65536):
+        pass
+t = threading.Thread(target=serve)
+t.start()
+cli = socket.create_connection(srv.getsockname())
+time.sleep(0.1)
+cli.sendall(b"x" * 4_000_000)
+cli.close()
+t.join()
+time.sleep(0.1)
+"""
+
+
+def test_network_counts_are_the_runs(runner):
+    """network.received/sent start at 0 with the run (they were the namespace's totals
+    since boot), and the table says what they measure."""
+    runner.write("n.py", NET)
+    env = {**QUIET, "STRATA_USE_PROCESS_SAMPLING": "ON", "STRATA_PROCESS_SAMPLING_FREQ": "100"}
+    for i in range(2):  # the first run's traffic is history for the second
+        out = runner.dir / f"out{i}"
+        r = runner.strata("-o", out, "--", "n.py", env=env)
+        assert r.returncode == 0, r.describe()
+    metrics = {m["name"]: m for m in load_profile(out)["process_sampling"]["metrics"]}
+    for name in ("network.received", "network.sent"):
+        m = metrics[name]
+        assert m["min"] < 100_000, m  # a few packets of other processes at most
+        assert m["max"] >= 4_000_000, m
+    table = (out / "process_sampling.txt").read_text()
+    assert "network.received, network.sent: bytes through every interface of the network " \
+           "namespace (all its processes, not only this one) since sampling began" in table
