@@ -3,15 +3,20 @@
 The results folder is fixed before the program starts (a chdir cannot move it); every
 file a rank writes carries the rank; every file is created exclusively; a file that
 cannot be written never stops the others and is always reported; warnings about lost
-data print whether or not the tables do.
+data print whether or not the tables do; strata's messages reach the terminal even when
+the program reuses fd 2; SIGTERM and os._exit still leave a profile, and what ends a
+run without one leaves a note that says so.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -155,7 +160,153 @@ def test_mpirun_four_ranks_trace_and_sampling(runner, venv_python):
             assert name in files, (name, sorted(files))
         prof = json.loads((files[f"profile-{rank}.json"] / f"profile-{rank}.json").read_text())
         assert prof["metadata"]["rank"] == rank
-    assert not [f for f in files if f.startswith(".")], files
+    assert not [f for f in files if f.startswith(".") or f.startswith("incomplete")], files
+
+
+# --------------------------------------------------------------------------- item 5: endings
+
+SLEEPER = """
+import sys, time
+def waiting():
+    print("ready", flush=True)
+    time.sleep(30)
+def before():
+    pass
+before()
+waiting()
+print("not reached")
+"""
+
+
+def test_sigterm_from_outside_writes_then_dies_by_sigterm(runner):
+    """As Slurm's time limit or mpirun's cleanup sends it: the profile is written, the
+    call that was running is in it, and the process still ends by SIGTERM."""
+    runner.write("sl.py", SLEEPER)
+    p = subprocess.Popen([str(STRATA), "python", "--", "sl.py"], cwd=runner.dir,
+                         env=runner.env({"STRATA_COMPONENTS": "trip_count"}),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM, (p.returncode, err.decode())
+    assert b"not reached" not in out
+    res = find_results(runner.dir)
+    table = read_table(res, "trip_count")
+    assert table.get("waiting").count == 1 and table.get("before").count == 1, table.text
+    assert "incomplete.txt" not in names(res)
+    assert b"[strata] results in" in err
+
+
+def test_sigterm_while_c_code_holds_the_gil_still_ends_the_process(runner):
+    """A program stuck in C code that holds the interpreter's lock: strata cannot write,
+    but the process must still end by SIGTERM (after strata's 10 s wait), not hang."""
+    runner.write("stuck.py", """
+import re
+print("ready", flush=True)
+re.match(r"(a+)+$", "a" * 64 + "b")  # backtracks for ages in C, holding the GIL
+""")
+    p = subprocess.Popen([str(STRATA), "python", "--", "stuck.py"], cwd=runner.dir,
+                         env=runner.env(QUIET), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    time.sleep(0.5)  # into the regex
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=40)
+    assert p.returncode == -signal.SIGTERM and time.monotonic() - t0 < 30
+    assert names(find_results(runner.dir)) == {"incomplete.txt"}
+
+
+def test_own_sigterm_handler_is_kept(runner):
+    """A program that handles SIGTERM itself sees its own handler run, as without
+    strata; strata writes at the normal end."""
+    runner.write("h.py", """
+import os, signal, sys
+print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+def handler(signum, frame):
+    print("handled", signum)
+    sys.exit(7)
+signal.signal(signal.SIGTERM, handler)
+os.kill(os.getpid(), signal.SIGTERM)
+""")
+    plain = runner.plain("h.py")
+    prof = runner.strata("--", "h.py", env=QUIET)
+    assert (plain.returncode, plain.stdout) == (7, "True\nhandled 15\n")
+    assert (prof.returncode, prof.stdout, prof.stderr) == (7, plain.stdout, plain.stderr)
+    assert read_table(find_results(runner.dir), "trip_count").get("handler")
+
+
+def test_os_exit_in_a_thread_writes_the_profile(runner):
+    runner.write("x.py", """
+import os, threading
+def work():
+    return 1
+def leave():
+    work()
+    os._exit(3)
+threading.Thread(target=leave).start()
+threading.Event().wait(30)
+""")
+    r = runner.strata("--", "x.py", env=QUIET)
+    assert r.returncode == 3 and r.stderr == "", r.describe()
+    res = find_results(runner.dir)
+    assert read_table(res, "trip_count").named("work"), names(res)
+    assert "incomplete.txt" not in names(res)
+
+
+def test_os_exit_keeps_its_errors_and_children(runner):
+    """A bad argument raises what plain Python raises; a forked child's os._exit
+    writes nothing; os._exit is the real one again once the results are written."""
+    runner.write("e.py", """
+import os, sys
+try:
+    os._exit("x")
+except TypeError as e:
+    print("TypeError", e)
+pid = os.fork()
+if pid == 0:
+    os._exit(4)
+print(os.waitpid(pid, 0)[1] >> 8)
+import atexit
+atexit.register(lambda: print(os._exit.__module__, os._exit.__name__))
+""")
+    plain = runner.plain("e.py")
+    prof = runner.strata("--", "e.py", env=QUIET)
+    assert plain.returncode == 0
+    assert (prof.returncode, prof.stdout, prof.stderr) == (0, plain.stdout, plain.stderr)
+    assert len(results_dirs(runner.dir)) == 1
+
+
+def test_sigkill_leaves_a_note_not_an_empty_folder(runner):
+    runner.write("k.py", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    r = runner.strata("--", "k.py", env=QUIET)
+    assert r.returncode == -signal.SIGKILL, r.describe()
+    res = find_results(runner.dir)
+    assert names(res) == {"incomplete.txt"}
+    note = (res / "incomplete.txt").read_text()
+    assert "SIGKILL" in note and "removes this file once the results are written" in note
+
+
+# --------------------------------------------------------------------------- item 12: fd 2
+
+CLOSES_STDERR = """
+import os
+def work():
+    return 1
+work()
+os.close(2)
+fd = os.open("program.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+assert fd == 2, fd
+os.write(2, b"the program's log\\n")
+"""
+
+
+def test_tables_never_land_in_the_programs_file(runner):
+    runner.write("c.py", CLOSES_STDERR)
+    r = runner.strata("--", "c.py", env={"STRATA_COMPONENTS": "trip_count"})
+    assert r.returncode == 0, r.describe()
+    assert (runner.dir / "program.log").read_text() == "the program's log\n"
+    assert "COUNTS NUMBER OF INVOCATIONS" in r.stderr and "[strata] results in" in r.stderr
 
 
 # --------------------------------------------------------------------------- item 9: warnings

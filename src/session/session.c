@@ -54,7 +54,7 @@ int st_session_start(st_session_t *s, st_msg_t *msg)
     }
     if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING)) {
         int rc = st_sampler_start(&s->sampler, st_settings_float(set, ST_S_PROCESS_SAMPLING_FREQ),
-                                  msg);
+                                  s->helper_threads, msg);
         if (rc < 0)
             return rc;
         s->sampling = 1;
@@ -108,6 +108,13 @@ int st_session_set_command(st_session_t *s, int argc, char *const *argv)
     return 0;
 }
 
+/* The note left in the results folder while the program runs. */
+static const char incomplete_note[] =
+    "This run of strata has not written its results: the program is still running, or it\n"
+    "ended in a way that let strata write nothing (SIGKILL, a crash, a signal strata does\n"
+    "not catch). strata removes this file once the results are written. See\n"
+    "docs/usage.md, \"When the program does not end normally\".\n";
+
 void st_session_file_name(const st_session_t *s, const char *stem, const char *ext, char *buf,
                           size_t size)
 {
@@ -115,6 +122,22 @@ void st_session_file_name(const st_session_t *s, const char *stem, const char *e
         snprintf(buf, size, "%s-%u%s", stem, s->rank, ext);
     else
         snprintf(buf, size, "%s%s", stem, ext);
+}
+
+static void incomplete_path(const st_session_t *s, char *buf, size_t size)
+{
+    char name[64];
+    st_session_file_name(s, "incomplete", ".txt", name, sizeof name);
+    if (snprintf(buf, size, "%s/%s", s->outdir, name) >= (int)size)
+        *buf = '\0';
+}
+
+void st_session_unmark(st_session_t *s)
+{
+    char path[PATH_MAX];
+    incomplete_path(s, path, sizeof path);
+    if (*path)
+        unlink(path);
 }
 
 int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
@@ -161,6 +184,12 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
                           strerror(errno ? errno : EACCES));
     snprintf(s->outdir, sizeof s->outdir, "%s", abs);
     snprintf(s->outdir_shown, sizeof s->outdir_shown, "%s", path);
+    char note[PATH_MAX];
+    incomplete_path(s, note, sizeof note);
+    st_msg_t why;
+    if (*note && st_fs_write_atomic(note, incomplete_note, sizeof incomplete_note - 1, &why) < 0)
+        return st_msg_set(msg, ST_EIO, "cannot write in the results folder '%s': %s", path,
+                          why.text);
     return 0;
 }
 
@@ -420,6 +449,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         }
         fflush(notes);
     }
+    st_session_unmark(s);
     st_strbuf_free(&buf);
     st_strbuf_free(&all);
     st_strbuf_free(&fail.text);

@@ -49,6 +49,8 @@ typedef struct {
     int tracing;           /* threads record timelines (STRATA_TRACE) */
     st_trace_shared_t trace_shared;
     int sampling;          /* the process sampler runs (STRATA_USE_PROCESS_SAMPLING) */
+    int helper_threads;    /* threads the front end runs for strata (set before start):
+                            * the sampler leaves them out of the program's */
     st_sampler_t sampler;
 } st_session_t;
 
@@ -65,9 +67,17 @@ int st_session_set_command(st_session_t *s, int argc, char *const *argv);
  * (with a _2, _3 ... suffix if that exists already). Checks that it can be written.
  * The folder is kept as an absolute path (outdir), so that a program that changes
  * its working directory neither loses its results nor has them written into its new
- * directory; outdir_shown is the name as given, for messages. Call before the
- * target starts, so that a bad place is an error before anything runs. */
+ * directory; outdir_shown is the name as given, for messages. Leaves in it a note,
+ * incomplete.txt (incomplete-<rank>.txt), saying that the run has not ended yet,
+ * removed once the results are written: a run that ends without letting strata
+ * write (os._exit before the hook, SIGKILL, a crash) leaves a folder that says why
+ * it holds no profile. Call before the target starts, so that a bad place is an
+ * error before anything runs. */
 int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg);
+
+/* Removes the results folder's incomplete.txt note (after the results are
+ * written, or when nothing ran). */
+void st_session_unmark(st_session_t *s);
 
 /* The name of a file of this run: stem, then "-<rank>" under an MPI launcher, then
  * ext ("trace" ".pftrace" -> trace-3.pftrace), so that ranks sharing a folder never

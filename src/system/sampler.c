@@ -264,7 +264,10 @@ static void sample_now(st_sampler_t *s, double *vals, uint64_t now)
         /* after ") ": state(3) ... num_threads is field 20 */
         if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
                                "%*d %ld", &threads) == 1)
-            vals[M_THREADS] = (double)(threads > 0 ? threads - 1 : 0); /* not the sampler */
+            /* not the sampler, nor strata's other threads */
+            vals[M_THREADS] = (double)(threads > 1 + s->other_threads
+                                           ? threads - 1 - s->other_threads
+                                           : 0);
     }
 
     read_cpu_freqs(s, vals + M_FIXED);
@@ -361,10 +364,11 @@ static void *run(void *arg)
     return NULL;
 }
 
-int st_sampler_start(st_sampler_t *s, double freq, st_msg_t *msg)
+int st_sampler_start(st_sampler_t *s, double freq, int other_threads, st_msg_t *msg)
 {
     memset(s, 0, sizeof *s);
     s->freq = freq;
+    s->other_threads = other_threads;
     s->interval_ns = (uint64_t)(1e9 / freq);
     if (s->interval_ns < 100000)
         s->interval_ns = 100000;
