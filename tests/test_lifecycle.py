@@ -277,6 +277,37 @@ atexit.register(lambda: print(os._exit.__module__, os._exit.__name__))
     assert len(results_dirs(runner.dir)) == 1
 
 
+def test_strata_thread_is_gone_while_the_program_forks(runner):
+    """CPython 3.12+ warns when a process with several threads forks: strata's SIGTERM
+    watcher ends before os.fork and starts again after, so the program forks with its
+    own threads only (counted as CPython counts them, in /proc/self/stat)."""
+    # registered before strata's hooks, so it runs after them, just before the fork
+    runner.write("setup.py", """
+import os
+def count():
+    with open("/proc/self/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[17]
+os.register_at_fork(before=lambda: open("threads_at_fork", "a").write(count() + "\\n"))
+""")
+    runner.write("fk.py", """
+import os
+def count():
+    with open("/proc/self/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[17]
+for i in range(2):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+print(count())
+""")
+    r = runner.strata("-s", "setup.py", "--", "fk.py", env=QUIET)
+    assert r.returncode == 0 and r.stderr == "", r.describe()
+    assert (runner.dir / "threads_at_fork").read_text() == "1\n1\n"
+    assert r.stdout == "2\n"  # the watcher is back after each fork
+    assert read_table(find_results(runner.dir), "trip_count").get("count")
+
+
 def test_sigkill_leaves_a_note_not_an_empty_folder(runner):
     runner.write("k.py", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
     r = runner.strata("--", "k.py", env=QUIET)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -72,6 +73,8 @@ static struct {
     sem_t wake;
     sem_t got_gil;                 /* posted once the watcher holds the GIL */
     pthread_t watcher;
+    int watching;                  /* the watcher runs */
+    _Atomic int quit;              /* the watcher is to end (a fork is coming) */
 } sig;
 
 /* How long the watcher may wait for the GIL before the process ends without
@@ -127,6 +130,8 @@ static void *watch(void *arg)
     (void)arg;
     while (sem_wait(&sig.wake) != 0)
         ; /* EINTR */
+    if (atomic_load(&sig.quit))
+        return NULL; /* os.fork: restarted in the parent afterwards */
     pthread_t dog;
     if (pthread_create(&dog, NULL, watchdog, NULL) == 0)
         pthread_detach(dog);
@@ -137,6 +142,76 @@ static void *watch(void *arg)
     (void)g;
     die_by(sig.signum); /* never returns; the GIL goes with the process */
     return NULL;
+}
+
+/* Starts the watcher, which blocks every signal: it must never run the handler.
+ * Joinable, so that a fork can wait for it to end. */
+static int start_watcher(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    atomic_store(&sig.quit, 0);
+    int rc = pthread_create(&sig.watcher, NULL, watch, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    sig.watching = rc == 0;
+    return rc == 0 ? 0 : -1;
+}
+
+/* os.fork: the watcher ends before, so that the parent forks with the threads the
+ * program made (3.12+ warns about forking a process that has several) and starts
+ * again after, in the parent. Not when a SIGTERM is being handled: the watcher may
+ * be waiting for the GIL this thread holds, and the process is ending anyway. */
+static PyObject *before_fork(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (!sig.watching)
+        Py_RETURN_NONE;
+    atomic_store(&sig.quit, 1);
+    if (sig.signum) {
+        atomic_store(&sig.quit, 0);
+        Py_RETURN_NONE;
+    }
+    sem_post(&sig.wake);
+    pthread_join(sig.watcher, NULL); /* quick: it ends without the GIL */
+    sig.watching = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *after_fork_parent(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (sig.installed && !sig.watching)
+        start_watcher();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef fork_defs[] = {
+    {"_strata_before_fork", before_fork, METH_NOARGS, NULL},
+    {"_strata_after_fork_parent", after_fork_parent, METH_NOARGS, NULL},
+};
+
+/* Registers before_fork and after_fork_parent with os.register_at_fork. */
+static void watch_forks(void)
+{
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *reg = os ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
+    PyObject *before = PyCFunction_New(&fork_defs[0], NULL);
+    PyObject *after = PyCFunction_New(&fork_defs[1], NULL);
+    PyObject *kw = Py_BuildValue("{s:O,s:O}", "before", before ? before : Py_None,
+                                 "after_in_parent", after ? after : Py_None);
+    PyObject *args = PyTuple_New(0);
+    PyObject *r = reg && before && after && kw && args ? PyObject_Call(reg, args, kw) : NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(after);
+    Py_XDECREF(before);
+    Py_XDECREF(reg);
+    Py_XDECREF(os);
+    PyErr_Clear();
 }
 
 /* 1 if SIGTERM's handler is still strata's. */
@@ -162,18 +237,12 @@ static int catch_sigterm(void)
     }
     sig.owner = getpid();
     sig.signum = 0;
-    /* The watcher must never run the handler: it blocks every signal. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&sig.watcher, NULL, watch, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
+    if (start_watcher() < 0) {
         sem_destroy(&sig.wake);
         sem_destroy(&sig.got_gil);
         return 0;
     }
-    pthread_detach(sig.watcher);
+    watch_forks();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_term;
