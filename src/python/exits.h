@@ -9,7 +9,9 @@
  *     strata's tables must not land in that file. At the start strata duplicates
  *     fd 2 (close-on-exec, above the low numbers) and remembers which file it is;
  *     at the end it writes there if that is still the same file, else to fd 2 if
- *     that still is, else nowhere.
+ *     that still is, else nowhere. (The copy keeps the file open: a reader of a pipe
+ *     that was the program's stderr sees its end when the process ends, not when
+ *     the program closes fd 2.)
  *   SIGTERM (Slurm's time limit, mpirun's cleanup). Where the program leaves SIGTERM
  *     at its default action, strata catches it: the handler only posts a semaphore
  *     (async-signal-safe); a watcher thread, which blocks every signal, takes the
