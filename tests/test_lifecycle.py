@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -134,7 +134,7 @@ if comm.Get_rank() == 0:
 def test_mpirun_four_ranks_trace_and_sampling(runner, venv_python):
     """mpi4py on Open MPI, four ranks sharing the default results folder, with the
     trace and process sampling on: every rank writes all its files."""
-    mpirun = subprocess.run(["which", "mpirun"], capture_output=True, text=True).stdout.strip()
+    mpirun = shutil.which("mpirun")
     if not mpirun:
         pytest.skip("mpirun is not installed (Debian's openmpi-bin)")
     probe = runner.run([venv_python, "-c", "import mpi4py"])
