@@ -223,6 +223,7 @@ void st_py_finalize(int flush_streams)
     if (!st_py.live || st_py.finalized || st_py.forked_child)
         return;
     st_py.finalized = 1;
+    st_pyexit_writing();
     st_pybackend_stop();
     st_session_stop(&st_py.session);
     /* Calls still open (daemon threads, or the main thread's own frames) end now,

@@ -75,6 +75,7 @@ static struct {
     pthread_t watcher;
     int watching;                  /* the watcher runs */
     _Atomic int quit;              /* the watcher is to end (a fork is coming) */
+    _Atomic int writing;           /* the results are being written (GIL held) */
 } sig;
 
 /* How long the watcher may wait for the GIL before the process ends without
@@ -110,19 +111,29 @@ static void on_term(int s)
     errno = saved;
 }
 
-/* Ends the process if the watcher has not had the GIL after GIL_WAIT_S. */
+/* Ends the process if the watcher has not had the GIL after GIL_WAIT_S, unless the
+ * GIL is held to write the results (a SIGTERM during the atexit write): that ends
+ * the process itself once written (st_pyexit_finished). */
 static void *watchdog(void *arg)
 {
     (void)arg;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += GIL_WAIT_S;
-    int rc;
-    while ((rc = sem_timedwait(&sig.got_gil, &until)) != 0 && errno == EINTR)
-        ;
-    if (rc != 0)
-        die_by(sig.signum);
-    return NULL;
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += GIL_WAIT_S;
+        int rc;
+        while ((rc = sem_timedwait(&sig.got_gil, &until)) != 0 && errno == EINTR)
+            ;
+        if (rc == 0)
+            return NULL;
+        if (!atomic_load(&sig.writing))
+            die_by(sig.signum);
+    }
+}
+
+void st_pyexit_writing(void)
+{
+    atomic_store(&sig.writing, 1);
 }
 
 static void *watch(void *arg)

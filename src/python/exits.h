@@ -54,6 +54,10 @@ FILE *st_pyexit_terminal(void);
  * as it would be without. */
 int st_pyexit_install(void);
 
+/* The results are about to be written (with the GIL held): the SIGTERM watchdog
+ * then waits for them rather than ending the process. */
+void st_pyexit_writing(void);
+
 /* After the results are written: the os._exit wrapper and the SIGTERM handler go,
  * and a SIGTERM that came while they were being written now ends the process. */
 void st_pyexit_finished(void);
