@@ -217,6 +217,31 @@ re.match(r"(a+)+$", "a" * 64 + "b")  # backtracks for ages in C, holding the GIL
     assert names(find_results(runner.dir)) == {"incomplete.txt"}
 
 
+def test_sigterm_while_results_are_written_waits_for_them(runner):
+    """A SIGTERM that comes while strata writes at the normal end (here a slow
+    Graphviz, 12 s: past the watchdog's 10 s) lets the writing finish, then ends the
+    process by SIGTERM."""
+    bin_dir = runner.dir / "bin"
+    bin_dir.mkdir()
+    dot = bin_dir / "dot"
+    dot.write_text("#!/bin/sh\ncat >/dev/null\nsleep 12\necho slow-png\n")
+    dot.chmod(dot.stat().st_mode | stat.S_IEXEC)
+    runner.write("end.py", "def work():\n    return 1\nwork()\nprint('ending', flush=True)\n")
+    env = runner.env({**QUIET, "STRATA_OUTPUT_FORMATS": "text,png,folded",
+                      "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                      "STRATA_OUTPUT_PATH": runner.dir / "out"})
+    p = subprocess.Popen([str(STRATA), "python", "--", "end.py"], cwd=runner.dir, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"ending\n"
+    time.sleep(1)  # strata is waiting for dot now
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGTERM, (p.returncode, err.decode())
+    files = names(runner.dir / "out")
+    assert {"trip_count.txt", "callgraph.png", "profile.folded"} <= files, files
+    assert (runner.dir / "out" / "callgraph.png").read_text() == "slow-png\n"
+
+
 def test_own_sigterm_handler_is_kept(runner):
     """A program that handles SIGTERM itself sees its own handler run, as without
     strata; strata writes at the normal end."""
