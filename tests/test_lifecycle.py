@@ -496,6 +496,12 @@ def test_trace_format_without_trace(runner):
                         "(or --trace)\n")
     r = runner.strata("--trace", "--trace-format", "chrome", "--", "t.py", env=QUIET)
     assert r.returncode == 0 and r.stderr == "", r.describe()
+    # a config file from `strata avail -G` holds every setting, the default format too
+    cfg = runner.dir / "all.cfg"
+    g = runner.run([STRATA, "avail", "-G", cfg])
+    assert g.returncode == 0 and "STRATA_TRACE_FORMAT = perfetto" in cfg.read_text(), g.describe()
+    r = runner.strata("-c", cfg, "--", "t.py", env=QUIET)
+    assert r.returncode == 0 and r.stderr == "", r.describe()
 
 
 # --------------------------------------------------------------------------- item 30: network

@@ -255,13 +255,17 @@ static int check_together(const st_settings_t *s, st_warn_fn warn, st_msg_t *msg
             st_strbuf_free(&v);
             return rc;
         }
-        snprintf(text, sizeof text,
-                 "STRATA_TRACE_FORMAT=%s (from the %s) has no effect: no timeline is recorded "
-                 "without STRATA_TRACE=ON (or --trace)",
-                 st_strbuf_cstr(&v), tf->source == ST_SRC_FILE ? "config file" : "environment");
+        /* A config file written by `strata avail -G` holds every setting: the default
+         * value there says nothing. */
+        if (strcmp(st_strbuf_cstr(&v), st_setting_def(ST_S_TRACE_FORMAT)->defval) != 0) {
+            snprintf(text, sizeof text,
+                     "STRATA_TRACE_FORMAT=%s (from the %s) has no effect: no timeline is "
+                     "recorded without STRATA_TRACE=ON (or --trace)",
+                     st_strbuf_cstr(&v), tf->source == ST_SRC_FILE ? "config file" : "environment");
+            if (warn)
+                warn(text);
+        }
         st_strbuf_free(&v);
-        if (warn)
-            warn(text);
     }
     size_t n;
     char *const *list = st_settings_list(s, ST_S_OUTPUT_FORMATS, &n);
