@@ -443,6 +443,7 @@ def test_html_in_headless_chromium(env, result, hostile, which):
     assert attrs.get("data-errors") == "", attrs
     assert attrs.get("data-selftest", "").startswith("zoomed:"), attrs  # a click zooms
     assert int(attrs["data-frames"]) >= 3 and int(attrs["data-rows"]) >= 1
+    assert attrs.get("data-root") == "thread 0 (MainThread)", attrs  # one root, the thread
     console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert not [ln for ln in console if "rror" in ln or "Uncaught" in ln], console
     if which == "plain":
