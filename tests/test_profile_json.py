@@ -255,6 +255,9 @@ def test_text_tables_escape_labels(runner):
         assert res.returncode == 0, res.describe()
     text = runner.run([STRATA_BIN, "report", "job"]).stdout
     assert "LOAD BALANCE" in text and want in text
+    # the folder named on the terminal too
+    res = runner.strata("-o", "odd\x1b[31m", "--", "evil.py")
+    assert res.returncode == 0 and "[strata] results in odd\\e[31m\n" in res.stderr, res.stderr
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), repr(text)
 
 

@@ -392,8 +392,10 @@ int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
             break;
         }
         rc = st_fs_out_commit(&fo, o->keep_existing ? ST_FS_KEEP : ST_FS_REPLACE, msg);
-        if (rc == 0 && written)
-            st_strbuf_printf(written, "%s\n", path);
+        if (rc == 0 && written) {
+            st_strbuf_printable(written, path);
+            st_strbuf_putc(written, '\n');
+        }
     }
     return rc;
 }

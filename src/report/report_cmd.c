@@ -532,7 +532,8 @@ int st_merge_main(int argc, char **argv)
             fprintf(stderr, " of %u MPI ranks", p.model.nranks);
         if (p.model.nruns > 1)
             fprintf(stderr, " (%u runs summed)", p.model.nruns);
-        fprintf(stderr, " into %s\n", o.out);
+        char shown[PATH_MAX];
+        fprintf(stderr, " into %s\n", st_text_printable(shown, sizeof shown, o.out));
     }
     st_strbuf_free(&written);
     st_profile_free(&p);

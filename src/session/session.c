@@ -392,8 +392,10 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                 st_strbuf_free(&buf);
             }
         }
+        char shown[PATH_MAX];
         if (rc == 0)
-            fprintf(tables, "[strata] results in %s\n", s->outdir);
+            fprintf(tables, "[strata] results in %s\n",
+                    st_text_printable(shown, sizeof shown, s->outdir));
         if (dropped)
             fprintf(tables, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
                     (unsigned long long)dropped);
