@@ -653,3 +653,27 @@ def test_deep_recursion_stays_linear(env, result, fmt):
         assert frames.endswith(";fib;[deeper calls]") and frames.count(";fib") == 256
         assert int(value) == (30_000 - 256) * 1000
         assert sum(int(ln.rsplit(" ", 1)[1]) for ln in lines) == 30_000 * 1000
+
+
+def test_deep_recursion_at_the_end_of_a_run(env):
+    """The issue's case: a 30,000-deep recursion took 927 MB at exit and wrote 900 MB
+    of folded stacks."""
+    (env.root / "deep.py").write_text(textwrap.dedent("""
+        import sys
+        sys.setrecursionlimit(40_000)
+
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+
+        down(30_000)
+    """))
+    r = env.run(PYTHON, "-c", MAXRSS, STRATA, "python", "-o", "deeprun", "--", "deep.py",
+                env={"STRATA_OUTPUT_FORMATS": "text,json,folded,speedscope,pstats,html",
+                     "STRATA_PRINT_TABLES": "OFF"})
+    assert r.returncode == 0, r.describe()
+    peak = int(re.search(r"maxrss (\d+)", r.stderr).group(1)) * 1024
+    folded = env.root / "deeprun" / "profile.folded"
+    assert folded.stat().st_size < 2 << 20, folded.stat().st_size
+    assert peak < 200 << 20, peak
+    data = json.loads((env.root / "deeprun" / "profile.json").read_text())
+    assert max(n["depth"] for n in data["threads"][0]["nodes"]) >= 30_000
