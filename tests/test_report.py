@@ -576,7 +576,7 @@ def test_report_refuses_a_fifo(env):
     assert "not a regular file" in bad(env, "report", "/dev/zero")
 
 
-def test_titles_name_the_module_of_a_dash_m_run(env):
+def test_titles_name_the_module_of_a_dash_m_run(env, result):
     pkg = env.root / "mypkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -593,8 +593,10 @@ def test_titles_name_the_module_of_a_dash_m_run(env):
     assert r.returncode == 0, r.describe()
     doc = json.loads(report(env, env.root / "dashm2", "--format", "speedscope", "-o", "-").stdout)
     assert doc["name"] == "mypkg.tool"
-    # a script with arguments is named by the script, not its last argument
-    r = env.strata("python", "-o", "scriptargs", "prog.py", "x", "y")
+    # a script with arguments is named by the script, not its last argument (nor
+    # by the file of -s)
+    (env.root / "setup_x.py").write_text("")
+    r = env.strata("python", "-s", "setup_x.py", "-o", "scriptargs", "prog.py", "x", "y")
     assert r.returncode == 0, r.describe()
     doc = json.loads(report(env, env.root / "scriptargs", "--format", "speedscope",
                             "-o", "-").stdout)

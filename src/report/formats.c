@@ -64,9 +64,14 @@ const char *st_report_title(const st_model_t *m, const char *fallback)
         if (strcmp(c[i], "-m") == 0)
             return c[i + 1];
     }
+    static const char *const file_flags[] = {"-s", "--setup", "-c", "--config", "-o",
+                                             "--output"};
     for (size_t i = 2; i < n; i++) {
         size_t len = strlen(c[i]);
-        if (len > 3 && strcmp(c[i] + len - 3, ".py") == 0)
+        int flag_value = 0; /* the file of -s setup.py is not the script */
+        for (size_t k = 0; k < sizeof file_flags / sizeof file_flags[0]; k++)
+            flag_value |= strcmp(c[i - 1], file_flags[k]) == 0;
+        if (!flag_value && len > 3 && strcmp(c[i] + len - 3, ".py") == 0)
             return c[i];
     }
     return n ? c[n - 1] : fallback;
