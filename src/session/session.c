@@ -169,15 +169,59 @@ st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *na
     return t;
 }
 
-/* Writes data to dir/name, whole or not at all. */
-static int write_file(const char *dir, const char *name, const st_strbuf_t *data, st_msg_t *msg)
+/* Streams one file into dir/name, whole or not at all: `render` appends to the
+ * streaming buffer (memory stays bounded however large the file). */
+typedef void (*render_fn)(st_strbuf_t *out, const st_model_t *m, int arg);
+
+static int stream_file(const char *dir, const char *name, render_fn render, const st_model_t *m,
+                       int arg, st_msg_t *msg)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return st_msg_set(msg, ST_EIO, "results path too long in '%s'", dir);
-    if (data->failed)
+    st_fs_out_t fo;
+    int rc = st_fs_out_open(&fo, path, msg);
+    if (rc < 0)
+        return rc;
+    render(&fo.buf, m, arg);
+    if (fo.buf.failed && !fo.buf.sink_errno) {
+        st_fs_out_abort(&fo);
         return st_msg_set(msg, ST_ENOMEM, "out of memory writing '%s'", path);
-    return st_fs_write_atomic(path, data->data ? data->data : "", data->len, msg);
+    }
+    return st_fs_out_commit(&fo, ST_FS_REPLACE, msg);
+}
+
+/* Copies the file dir/name to the terminal (the tables just written). */
+static void copy_file(FILE *to, const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (fwrite(chunk, 1, n, to) != n)
+            break;
+    fclose(f);
+}
+
+static void render_sampling(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_sampling_table_write(out, m);
+}
+/* arg: the component, and the precision times 256 */
+static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    st_table_write(out, m, (st_component_t)(arg & 255), arg >> 8);
+}
+static void render_json(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_json_write(out, m);
 }
 
 /* The formats STRATA_OUTPUT_FORMATS lists, as a mask of st_format_t bits. */
@@ -294,38 +338,27 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     int precision = (int)st_settings_int(&s->settings, ST_S_PRECISION);
     unsigned formats = output_formats(&s->settings);
     int profile = st_settings_bool(&s->settings, ST_S_PROFILE);
-    st_strbuf_t buf, all;
-    st_strbuf_init(&buf);
-    st_strbuf_init(&all);
-    if (rc == 0 && s->sampling) {
-        st_sampling_table_write(&buf, &m);
-        rc = write_file(s->outdir, "process_sampling.txt", &buf, msg);
-        st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
-    }
-    for (int c = 0; c < ST_NCOMPONENTS && rc == 0 && profile; c++) {
+    int text = (formats & (1u << ST_FMT_TEXT)) != 0;
+    /* Every file is streamed as it is rendered, never built whole in memory; the
+     * terminal then gets the tables copied from their files (or rendered straight
+     * to it when text files are not asked for). */
+    if (rc == 0 && s->sampling)
+        rc = stream_file(s->outdir, "process_sampling.txt", render_sampling, &m, 0, msg);
+    char names[ST_NCOMPONENTS][64];
+    for (int c = 0; c < ST_NCOMPONENTS && rc == 0 && profile && text; c++) {
         if (!(s->components & (1u << c)))
             continue;
         const st_component_info_t *info = st_component_info((st_component_t)c);
-        st_strbuf_reset(&buf);
-        st_table_write(&buf, &m, (st_component_t)c, precision);
-        char name[64];
         if (s->has_rank)
-            snprintf(name, sizeof name, "%s-%u.txt", info->name, s->rank);
+            snprintf(names[c], sizeof names[c], "%s-%u.txt", info->name, s->rank);
         else
-            snprintf(name, sizeof name, "%s.txt", info->name);
-        if (formats & (1u << ST_FMT_TEXT))
-            rc = write_file(s->outdir, name, &buf, msg);
-        if (all.len)
-            st_strbuf_putc(&all, '\n');
-        st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
+            snprintf(names[c], sizeof names[c], "%s.txt", info->name);
+        rc = stream_file(s->outdir, names[c], render_table, &m, c | precision << 8, msg);
     }
-    if (rc == 0) {
-        st_strbuf_reset(&buf);
-        st_json_write(&buf, &m);
+    if (rc == 0 && (formats & (1u << ST_FMT_JSON))) {
         char name[64];
         st_format_file_name(ST_FMT_JSON, s->has_rank, s->rank, name, sizeof name);
-        if (formats & (1u << ST_FMT_JSON))
-            rc = write_file(s->outdir, name, &buf, msg);
+        rc = stream_file(s->outdir, name, render_json, &m, 0, msg);
     }
     /* the other formats asked for at run time (STRATA_OUTPUT_FORMATS) */
     unsigned others = formats & ~((1u << ST_FMT_TEXT) | (1u << ST_FMT_JSON));
@@ -333,13 +366,36 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         st_report_opts_t ro;
         st_report_opts_init(&ro);
         ro.precision = precision;
-        ro.title = *s->target ? s->target : NULL;
+        ro.title = st_report_title(&m, *s->target ? s->target : NULL);
         rc = st_formats_write_dir(&m, others, s->outdir, &ro, NULL, msg);
     }
-    if (tables && !all.failed) {
-        fputs(st_strbuf_cstr(&all), tables);
+    if (tables) {
+        int first = 1;
+        if (s->sampling && rc == 0) {
+            copy_file(tables, s->outdir, "process_sampling.txt");
+            first = 0;
+        }
+        for (int c = 0; c < ST_NCOMPONENTS && profile; c++) {
+            if (!(s->components & (1u << c)))
+                continue;
+            if (!first)
+                fputc('\n', tables);
+            first = 0;
+            if (text && rc == 0) {
+                copy_file(tables, s->outdir, names[c]);
+            } else {
+                st_strbuf_t buf;
+                st_strbuf_init(&buf);
+                st_strbuf_stream(&buf, tables);
+                render_table(&buf, &m, c | precision << 8);
+                st_strbuf_flush(&buf);
+                st_strbuf_free(&buf);
+            }
+        }
+        char shown[PATH_MAX];
         if (rc == 0)
-            fprintf(tables, "[strata] results in %s\n", s->outdir);
+            fprintf(tables, "[strata] results in %s\n",
+                    st_text_printable(shown, sizeof shown, s->outdir));
         if (dropped)
             fprintf(tables, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
                     (unsigned long long)dropped);
@@ -352,8 +408,6 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                     m.gpu_note ? "; " : "", m.gpu_note ? m.gpu_note : "");
         fflush(tables);
     }
-    st_strbuf_free(&buf);
-    st_strbuf_free(&all);
     free(threads);
     s->written = rc == 0;
     return rc;
