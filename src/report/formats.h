@@ -13,8 +13,9 @@
  *
  * In a results folder each format has a fixed file name; a process with an MPI
  * rank puts the rank in each name (profile-3.json, wall_clock-3.txt). Every file
- * is written to a temporary name beside it and renamed into place, so a file with
- * its final name is always whole. */
+ * is streamed to a temporary name beside it (memory stays bounded however large
+ * the file) and renamed into place, so a file with its final name is always
+ * whole. */
 #ifndef STRATA_REPORT_FORMATS_H
 #define STRATA_REPORT_FORMATS_H
 
@@ -22,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/fsutil.h"
 #include "core/model.h"
 #include "core/strbuf.h"
 #include "output/dot.h"
@@ -44,10 +46,17 @@ typedef struct {
     st_dot_opts_t dot;
     int precision;          /* decimals in the text tables */
     const char *title;      /* names the result in html and speedscope */
+    int keep_existing;      /* 1: refuse to replace an existing file (no --force) */
+    const st_fs_id_t *inputs; /* files never written over, even with --force */
+    size_t ninputs;
 } st_report_opts_t;
 
 /* Defaults: gprof2dot's thresholds, 6 decimals. */
 void st_report_opts_init(st_report_opts_t *o);
+
+/* What names a result in html and speedscope: the module of a `-m` run, else the
+ * script, as the run's command line gave them; `fallback` if it has none. */
+const char *st_report_title(const st_model_t *m, const char *fallback);
 
 /* The format named `name`, or -1. */
 int st_format_find(const char *name);
@@ -74,9 +83,14 @@ int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
                      const st_report_opts_t *o, st_msg_t *msg);
 
 
+/* Checks that path may be written under o: ST_EIO with a message when it is one
+ * of o->inputs, or exists while o->keep_existing. */
+int st_format_check_target(const char *path, const st_report_opts_t *o, st_msg_t *msg);
+
 /* Writes every format in mask into folder dir (which exists) under its file name.
  * Text writes <component>.txt for each component (and load_balance.txt for a
- * result of several ranks). If `written` is not NULL, each path written is
+ * result of several ranks). Every name is checked first (st_format_check_target):
+ * then nothing is written. If `written` is not NULL, each path written is
  * appended to it, one per line. */
 int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
                          const st_report_opts_t *o, st_strbuf_t *written, st_msg_t *msg);

@@ -223,15 +223,74 @@ st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *na
     return t;
 }
 
-/* Writes data to dir/name, whole or not at all. */
-static int write_file(const char *dir, const char *name, const st_strbuf_t *data, st_msg_t *msg)
+/* Streams one file into dir/name, whole or not at all: `render` appends to the
+ * streaming buffer (memory stays bounded however large the file). */
+typedef void (*render_fn)(st_strbuf_t *out, const st_model_t *m, int arg);
+
+static int stream_file(const char *dir, const char *name, render_fn render, const st_model_t *m,
+                       int arg, st_msg_t *msg)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return st_msg_set(msg, ST_EIO, "results path too long in '%s'", dir);
-    if (data->failed)
+    st_fs_out_t fo;
+    int rc = st_fs_out_open(&fo, path, msg);
+    if (rc < 0)
+        return rc;
+    render(&fo.buf, m, arg);
+    if (fo.buf.failed && !fo.buf.sink_errno) {
+        st_fs_out_abort(&fo);
         return st_msg_set(msg, ST_ENOMEM, "out of memory writing '%s'", path);
-    return st_fs_write_atomic(path, data->data ? data->data : "", data->len, msg);
+    }
+    return st_fs_out_commit(&fo, ST_FS_REPLACE, msg);
+}
+
+/* Renders straight to the terminal, streaming (a table not written to a file). */
+static void render_to(FILE *to, render_fn render, const st_model_t *m, int arg)
+{
+    st_strbuf_t buf;
+    st_strbuf_init(&buf);
+    st_strbuf_stream(&buf, to);
+    render(&buf, m, arg);
+    st_strbuf_flush(&buf);
+    st_strbuf_free(&buf);
+}
+
+/* Copies the file dir/name to the terminal (the table just written), or renders
+ * it again when the file cannot be read back (removed since). */
+static void copy_file(FILE *to, const char *dir, const char *name, render_fn render,
+                      const st_model_t *m, int arg)
+{
+    char path[PATH_MAX];
+    FILE *f = NULL;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path)
+        f = fopen(path, "rb");
+    if (!f) {
+        render_to(to, render, m, arg);
+        return;
+    }
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (fwrite(chunk, 1, n, to) != n)
+            break;
+    fclose(f);
+}
+
+static void render_sampling(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_sampling_table_write(out, m);
+}
+/* arg: the component, and the precision times 256 */
+static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    st_table_write(out, m, (st_component_t)(arg & 255), arg >> 8);
+}
+static void render_json(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_json_write(out, m);
 }
 
 /* The formats STRATA_OUTPUT_FORMATS lists, as a mask of st_format_t bits. */
@@ -380,48 +439,67 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     int precision = (int)st_settings_int(&s->settings, ST_S_PRECISION);
     unsigned formats = output_formats(&s->settings);
     int profile = st_settings_bool(&s->settings, ST_S_PROFILE);
-    st_strbuf_t buf, all;
-    st_strbuf_init(&buf);
-    st_strbuf_init(&all);
-    char name[64];
+    int text = (formats & (1u << ST_FMT_TEXT)) != 0;
+    /* Every file is streamed as it is rendered, never built whole in memory, and
+     * every one is tried: one that fails never stops the others. The terminal then
+     * gets the tables copied from their files (or rendered straight to it when a
+     * file was not asked for or could not be written). */
+    int rc;
+    char name[64], sampling_name[64], names[ST_NCOMPONENTS][64];
+    int sampling_ok = 0, table_ok[ST_NCOMPONENTS] = {0};
     if (s->sampling) {
-        st_sampling_table_write(&buf, &m);
-        st_session_file_name(s, "process_sampling", ".txt", name, sizeof name);
-        failed(&fail, write_file(s->outdir, name, &buf, &one), &one);
-        st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
+        st_session_file_name(s, "process_sampling", ".txt", sampling_name, sizeof sampling_name);
+        rc = stream_file(s->outdir, sampling_name, render_sampling, &m, 0, &one);
+        sampling_ok = rc == 0;
+        failed(&fail, rc, &one);
     }
-    for (int c = 0; c < ST_NCOMPONENTS && profile; c++) {
+    for (int c = 0; c < ST_NCOMPONENTS && profile && text; c++) {
         if (!(s->components & (1u << c)))
             continue;
         const st_component_info_t *info = st_component_info((st_component_t)c);
-        st_strbuf_reset(&buf);
-        st_table_write(&buf, &m, (st_component_t)c, precision);
-        st_session_file_name(s, info->name, ".txt", name, sizeof name);
-        if (formats & (1u << ST_FMT_TEXT))
-            failed(&fail, write_file(s->outdir, name, &buf, &one), &one);
-        if (all.len)
-            st_strbuf_putc(&all, '\n');
-        st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
+        st_session_file_name(s, info->name, ".txt", names[c], sizeof names[c]);
+        rc = stream_file(s->outdir, names[c], render_table, &m, c | precision << 8, &one);
+        table_ok[c] = rc == 0;
+        failed(&fail, rc, &one);
     }
     if (formats & (1u << ST_FMT_JSON)) {
-        st_strbuf_reset(&buf);
-        st_json_write(&buf, &m);
         st_format_file_name(ST_FMT_JSON, s->has_rank, s->rank, name, sizeof name);
-        failed(&fail, write_file(s->outdir, name, &buf, &one), &one);
+        failed(&fail, stream_file(s->outdir, name, render_json, &m, 0, &one), &one);
     }
     /* The other formats asked for at run time (STRATA_OUTPUT_FORMATS), one at a time:
-     * one that fails (Graphviz gone since the start) never stops the others. */
+     * one that fails (Graphviz gone since the start) never stops the others, and each
+     * failure is counted. */
     st_report_opts_t ro;
     st_report_opts_init(&ro);
     ro.precision = precision;
-    ro.title = *s->target ? s->target : NULL;
+    ro.title = st_report_title(&m, *s->target ? s->target : NULL);
     for (int f = 0; f < ST_NFORMATS; f++)
         if (f != ST_FMT_TEXT && f != ST_FMT_JSON && (formats & (1u << f)))
             failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, &one), &one);
-    if (tables && !all.failed) {
-        fputs(st_strbuf_cstr(&all), tables);
+    char shown[PATH_MAX];
+    if (tables) {
+        int first = 1;
+        if (s->sampling) {
+            if (sampling_ok)
+                copy_file(tables, s->outdir, sampling_name, render_sampling, &m, 0);
+            else
+                render_to(tables, render_sampling, &m, 0);
+            first = 0;
+        }
+        for (int c = 0; c < ST_NCOMPONENTS && profile; c++) {
+            if (!(s->components & (1u << c)))
+                continue;
+            if (!first)
+                fputc('\n', tables);
+            first = 0;
+            if (table_ok[c])
+                copy_file(tables, s->outdir, names[c], render_table, &m, c | precision << 8);
+            else
+                render_to(tables, render_table, &m, c | precision << 8);
+        }
         if (fail.n == 0)
-            fprintf(tables, "[strata] results in %s\n", s->outdir_shown);
+            fprintf(tables, "[strata] results in %s\n",
+                    st_text_printable(shown, sizeof shown, s->outdir_shown));
         if (s->tracing)
             st_session_print_trace_summary(tables, NULL, s, tstats);
         if (s->sampling)
@@ -445,13 +523,11 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             fprintf(notes, "strata: error: %d file%s of the results could not be written%s; "
                            "what was written is in %s\n",
                     fail.n, fail.n == 1 ? "" : "s", rank_words(s, name, sizeof name),
-                    s->outdir_shown);
+                    st_text_printable(shown, sizeof shown, s->outdir_shown));
         }
         fflush(notes);
     }
     st_session_unmark(s);
-    st_strbuf_free(&buf);
-    st_strbuf_free(&all);
     st_strbuf_free(&fail.text);
     free(threads);
     s->written = fail.n == 0;

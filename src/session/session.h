@@ -118,8 +118,10 @@ int st_session_rank_from_env(char *const *envp, uint32_t *rank);
 st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *name);
 
 /* Writes <component>.txt for each component, profile.json and the other formats
- * asked for into the results folder, each through a temporary file renamed into
- * place, and prints the tables and the folder's name to `tables` (may be NULL).
+ * asked for into the results folder, each streamed as it is rendered to a temporary
+ * file renamed into place, and prints the tables (copied back from their files, or
+ * rendered again where a file was not written) and the folder's name to `tables`
+ * (may be NULL).
  * Every file is tried even when another fails; each failure is printed to `notes`
  * as a `strata: error:` line, and so is every warning about data that was lost
  * (calls not recorded, a failed spill): `notes` gets them whether or not the tables
