@@ -294,6 +294,30 @@ def test_png_without_graphviz_is_a_clear_error(env, result):
     assert not out.exists() and not list(env.root.glob(".never.png*"))
 
 
+def test_one_failing_format_never_stops_the_others(env, result):
+    """report and merge into a folder: Graphviz's dot fails on png (the first of the
+    formats asked for in file order), the formats after it are written all the same,
+    each file written is listed, and the failure is one `strata: error:` line."""
+    bin_dir = env.root / "brokendot"
+    bin_dir.mkdir(exist_ok=True)
+    dot = bin_dir / "dot"
+    dot.write_text("#!/bin/sh\necho 'dot: out of order' >&2\nexit 1\n")
+    dot.chmod(0o755)
+    path = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    for cmd, out, fmts, want in (
+            ("report", env.root / "partly", "png,folded,callgrind",
+             ["callgrind.out", "profile.folded"]),
+            ("merge", env.root / "partly-merged", "json,svg,html",
+             ["profile.json", "report.html"])):
+        r = env.strata(cmd, "--format", fmts, "-o", out, result, env=path)
+        assert r.returncode == 2, r.describe()
+        assert sorted(os.listdir(out)) == want, (cmd, os.listdir(out))
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("strata: error: ")]
+        assert len(errors) == 1 and "dot: out of order" in errors[0], r.stderr
+        for name in want:
+            assert f"{out / name}\n" in r.stderr, r.stderr
+
+
 # ---------------------------------------------------------------------------- flame formats
 
 

@@ -393,8 +393,32 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
     return n;
 }
 
+/* Streams one planned file into path. */
+static int write_job(const st_model_t *m, const job_t *job, const char *path,
+                     const st_report_opts_t *o, st_msg_t *msg)
+{
+    st_fs_out_t fo;
+    int rc = st_fs_out_open(&fo, path, msg);
+    if (rc < 0)
+        return rc;
+    if (job->comp >= 0)
+        rc = tables(&fo.buf, m, o, job->comp, msg);
+    else if (job->comp == -2)
+        rc = st_loadbal_write(&fo.buf, m, o->precision) < 0
+                 ? st_msg_set(msg, ST_ENOMEM, "out of memory")
+                 : 0;
+    else
+        rc = st_format_render(&fo.buf, m, (st_format_t)job->f, o, msg);
+    if (rc < 0 && !fo.buf.sink_errno) { /* not a write that failed: commit says those */
+        st_fs_out_abort(&fo);
+        return rc;
+    }
+    return st_fs_out_commit(&fo, o->keep_existing ? ST_FS_KEEP : ST_FS_REPLACE, msg);
+}
+
 int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
-                         const st_report_opts_t *o, st_strbuf_t *written, st_msg_t *msg)
+                         const st_report_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
+                         st_msg_t *msg)
 {
     job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + 1];
     size_t n = plan(m, mask, jobs);
@@ -406,32 +430,24 @@ int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
         if (rc < 0)
             return rc;
     }
-    int rc = 0;
-    for (size_t j = 0; j < n && rc == 0; j++) {
+    /* Every file is tried: one that fails (Graphviz's dot, a full disk) never stops
+     * the others. */
+    int first_rc = 0;
+    for (size_t j = 0; j < n; j++) {
         snprintf(path, sizeof path, "%s/%s", dir, jobs[j].name);
-        st_fs_out_t fo;
-        rc = st_fs_out_open(&fo, path, msg);
-        if (rc < 0)
-            break;
-        if (jobs[j].comp >= 0)
-            rc = tables(&fo.buf, m, o, jobs[j].comp, msg);
-        else if (jobs[j].comp == -2)
-            rc = st_loadbal_write(&fo.buf, m, o->precision) < 0
-                     ? st_msg_set(msg, ST_ENOMEM, "out of memory")
-                     : 0;
-        else
-            rc = st_format_render(&fo.buf, m, (st_format_t)jobs[j].f, o, msg);
-        if (rc < 0 && fo.buf.sink_errno) /* a write failed, not memory */
-            rc = 0;
-        if (rc < 0) {
-            st_fs_out_abort(&fo);
-            break;
-        }
-        rc = st_fs_out_commit(&fo, o->keep_existing ? ST_FS_KEEP : ST_FS_REPLACE, msg);
+        st_msg_t one;
+        int rc = write_job(m, &jobs[j], path, o, &one);
         if (rc == 0 && written) {
             st_strbuf_printable(written, path);
             st_strbuf_putc(written, '\n');
+        } else if (rc < 0) {
+            if (first_rc == 0) {
+                first_rc = rc;
+                *msg = one;
+            }
+            if (errors)
+                st_strbuf_printf(errors, "%s\n", one.text);
         }
     }
-    return rc;
+    return first_rc;
 }

@@ -90,9 +90,12 @@ int st_format_check_target(const char *path, const st_report_opts_t *o, st_msg_t
 /* Writes every format in mask into folder dir (which exists) under its file name.
  * Text writes <component>.txt for each component (and load_balance.txt for a
  * result of several ranks). Every name is checked first (st_format_check_target):
- * then nothing is written. If `written` is not NULL, each path written is
- * appended to it, one per line. */
+ * a name refused writes nothing. Then every file is tried, one that fails never
+ * stopping the others. If `written` is not NULL, each path written is appended to
+ * it, one per line; if `errors` is not NULL, each failure's message is, one per
+ * line. Returns 0, or the first failure's code with msg holding its text. */
 int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
-                         const st_report_opts_t *o, st_strbuf_t *written, st_msg_t *msg);
+                         const st_report_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
+                         st_msg_t *msg);
 
 #endif

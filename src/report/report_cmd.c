@@ -22,6 +22,23 @@ static int fail(const char *text)
     return 2;
 }
 
+/* After st_formats_write_dir failed: the files it wrote, then a `strata: error:`
+ * line for each that failed (only msg's when none was written: a name refused). */
+static int failed_files(st_strbuf_t *written, st_strbuf_t *errors,
+                        const st_msg_t *msg)
+{
+    fputs(st_strbuf_cstr(written), stderr);
+    if (!errors->len)
+        return fail(msg->text);
+    const char *e = st_strbuf_cstr(errors);
+    while (*e) {
+        size_t n = strcspn(e, "\n");
+        fprintf(stderr, "strata: error: %.*s\n", (int)n, e);
+        e += n + (e[n] == '\n');
+    }
+    return 2;
+}
+
 static int failf(st_msg_t *msg, int err, const char *fmt, const char *arg)
 {
     st_msg_set(msg, err, fmt, arg);
@@ -429,15 +446,17 @@ int st_report_main(int argc, char **argv)
             snprintf(dir, sizeof dir, "%s", o.out);
         else
             result_dir(arg, dir, sizeof dir);
-        st_strbuf_t written;
+        st_strbuf_t written, errors;
         st_strbuf_init(&written);
+        st_strbuf_init(&errors);
         if (o.out && st_fs_make_dirs(dir) != 0)
             status = failf(&msg, ST_EIO, "cannot create the folder '%s'", dir);
-        else if (st_formats_write_dir(&p.model, mask, dir, &o.ro, &written, &msg) < 0)
-            status = fail(msg.text);
+        else if (st_formats_write_dir(&p.model, mask, dir, &o.ro, &written, &errors, &msg) < 0)
+            status = failed_files(&written, &errors, &msg);
         else
             fprintf(stderr, "%s", st_strbuf_cstr(&written));
         st_strbuf_free(&written);
+        st_strbuf_free(&errors);
     } else {
         int f = 0;
         while (!(mask & (1u << f)))
@@ -519,13 +538,14 @@ int st_merge_main(int argc, char **argv)
     o.ro.keep_existing = !o.force;
     int status = 0;
     o.ro.title = st_report_title(&p.model, "strata profile");
-    st_strbuf_t written;
+    st_strbuf_t written, errors;
     st_strbuf_init(&written);
+    st_strbuf_init(&errors);
     if (st_fs_make_dirs(o.out) != 0) {
         st_msg_set(&msg, ST_EIO, "cannot create the folder '%s': %s", o.out, strerror(errno));
         status = fail(msg.text);
-    } else if (st_formats_write_dir(&p.model, mask, o.out, &o.ro, &written, &msg) < 0) {
-        status = fail(msg.text);
+    } else if (st_formats_write_dir(&p.model, mask, o.out, &o.ro, &written, &errors, &msg) < 0) {
+        status = failed_files(&written, &errors, &msg);
     } else {
         fprintf(stderr, "[strata] merged %zu profile%s", nfiles, nfiles == 1 ? "" : "s");
         if (p.model.nranks)
@@ -536,6 +556,7 @@ int st_merge_main(int argc, char **argv)
         fprintf(stderr, " into %s\n", st_text_printable(shown, sizeof shown, o.out));
     }
     st_strbuf_free(&written);
+    st_strbuf_free(&errors);
     st_profile_free(&p);
     free(ids);
     free(o.inputs);

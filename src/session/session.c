@@ -475,7 +475,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     ro.title = st_report_title(&m, *s->target ? s->target : NULL);
     for (int f = 0; f < ST_NFORMATS; f++)
         if (f != ST_FMT_TEXT && f != ST_FMT_JSON && (formats & (1u << f)))
-            failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, &one), &one);
+            failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, NULL, &one),
+                   &one);
     char shown[PATH_MAX];
     if (tables) {
         int first = 1;
