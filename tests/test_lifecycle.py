@@ -116,6 +116,22 @@ def test_every_file_is_tried_and_each_failure_said(runner):
     assert "results in" not in r.stderr
 
 
+def test_tables_print_when_their_files_cannot_be_written(runner):
+    """The terminal's tables are copied from their files; with the folder gone they are
+    rendered straight to the terminal instead, and the failures follow them."""
+    runner.write("b.py", BREAKS_FOLDER)
+    out = runner.dir / "out"
+    env = {"STRATA_COMPONENTS": "trip_count", "STRATA_USE_PROCESS_SAMPLING": "ON"}
+    r = runner.strata("-o", out, "--", "b.py", out, env=env)
+    assert r.returncode == 0, r.describe()
+    assert "COUNTS NUMBER OF INVOCATIONS" in r.stderr and "work" in r.stderr, r.stderr
+    assert "PROCESS SAMPLING" in r.stderr.upper(), r.stderr
+    tables_end = r.stderr.index("COUNTS NUMBER OF INVOCATIONS")
+    assert r.stderr.index("strata: error: 3 files of the results could not be written") > \
+        tables_end, r.stderr
+    assert "results in" not in r.stderr
+
+
 # --------------------------------------------------------------------------- item 1: mpirun
 
 MPI_PROG = """
