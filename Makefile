@@ -35,7 +35,7 @@ venv: deps $(PY)
 	$(PY) -m pip install -q -r requirements-dev.txt
 
 build: venv
-	$(PY) -m pip install -q --no-build-isolation . 2>&1 | grep -v "^\s*$$" || true
+	$(PY) -m pip install -q --no-build-isolation .
 	@$(VENV)/bin/strata --version >/dev/null
 
 demo: build
