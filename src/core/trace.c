@@ -57,11 +57,15 @@ static int spill(st_trace_t *t)
         char path[PATH_MAX];
         if (!t->shared->spill_dir ||
             snprintf(path, sizeof path, "%s/.trace-spill-%u-XXXXXX", t->shared->spill_dir,
-                     t->index) >= (int)sizeof path)
+                     t->index) >= (int)sizeof path) {
+            t->spill_errno = ENAMETOOLONG;
             return -1;
+        }
         t->spill_fd = mkstemp(path);
-        if (t->spill_fd < 0)
+        if (t->spill_fd < 0) {
+            t->spill_errno = errno;
             return -1;
+        }
         unlink(path);
     }
     const char *p = (const char *)t->tail->ev;
@@ -70,8 +74,10 @@ static int spill(st_trace_t *t)
         ssize_t n = write(t->spill_fd, p, left);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n <= 0) {
+            t->spill_errno = n < 0 ? errno : EIO;
             return -1;
+        }
         p += n;
         left -= (size_t)n;
     }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/components.h"
+#include "python/exits.h"
 #include "session/args.h"
 
 st_py_state_t st_py;
@@ -194,6 +195,7 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     st_py.want_wall = (st_py.session.components & (1u << ST_COMP_WALL_CLOCK)) != 0;
     st_py.want_cpu = (st_py.session.components & (1u << ST_COMP_CPU_CLOCK)) != 0;
     st_clock_init(st_settings_str(&st_py.settings, ST_S_CLOCK));
+    st_pyexit_keep_terminal();
     st_py.live = 1;
     if (st_py.verbose >= 1)
         fprintf(stderr, "[strata] profiling into %s (clock: %s)\n", st_py.session.outdir,
@@ -210,8 +212,11 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
         return NULL;
     }
     st_msg_t msg;
+    /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
+    st_py.session.helper_threads = st_pyexit_install();
     if (st_session_start(&st_py.session, &msg) < 0) {
         st_py.finalized = 1;
+        st_pyexit_finished();
         return raise_msg(&msg);
     }
     st_py.tracing = st_py.session.tracing;
@@ -223,6 +228,8 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
         /* Nothing ran: no results are written, and the (empty) folder goes. */
         st_session_stop(&st_py.session);
         st_py.finalized = 1;
+        st_pyexit_finished();
+        st_session_unmark(&st_py.session);
         if (rmdir(st_py.session.outdir) == 0 &&
             !*st_settings_str(&st_py.settings, ST_S_OUTPUT_PATH)) {
             char *slash = strrchr(st_py.session.outdir, '/');
@@ -237,13 +244,12 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *py_finalize(PyObject *self, PyObject *unused)
+void st_py_finalize(int flush_streams)
 {
-    (void)self;
-    (void)unused;
     if (!st_py.live || st_py.finalized || st_py.forked_child)
-        Py_RETURN_NONE;
+        return;
     st_py.finalized = 1;
+    st_pyexit_writing();
     st_pybackend_stop();
     st_session_stop(&st_py.session);
     /* Calls still open (daemon threads, or the main thread's own frames) end now,
@@ -265,24 +271,42 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
         st_py.session.settings = copy;
     }
     double npt[ST_NTIMERS] = {st_clock_ns_per_tick(), 1.0};
-    FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? stderr : NULL;
-    PyObject *out = PySys_GetObject("stdout"), *err = PySys_GetObject("stderr");
-    PyObject *r;
-    if (out && (r = PyObject_CallMethod(out, "flush", NULL)))
-        Py_DECREF(r);
-    if (err && (r = PyObject_CallMethod(err, "flush", NULL)))
-        Py_DECREF(r);
-    PyErr_Clear();
+    if (flush_streams) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *out = PySys_GetObject("stdout"), *err = PySys_GetObject("stderr");
+        PyObject *r;
+        if (out && (r = PyObject_CallMethod(out, "flush", NULL)))
+            Py_DECREF(r);
+        if (err && (r = PyObject_CallMethod(err, "flush", NULL)))
+            Py_DECREF(r);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+    /* The terminal strata kept, not whatever the program made fd 2 since; warnings
+     * about lost data go there whether or not the tables are printed. */
+    FILE *notes = st_pyexit_terminal();
+    FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? notes : NULL;
     st_msg_t msg;
     int failed = 0;
     for (size_t i = 0; i < st_py.session.nthreads; i++)
         failed |= st_py.session.threads[i]->tree.failed;
-    if (st_session_write(&st_py.session, npt, st_clock_name(), tables, &msg) < 0)
-        fprintf(stderr, "strata: error: %s\n", msg.text);
-    st_pybackend_report(stderr);
-    if (failed)
-        fprintf(stderr, "strata: error: memory ran out while profiling; the profile is "
-                        "incomplete\n");
+    st_session_write(&st_py.session, npt, st_clock_name(), tables, notes, &msg);
+    if (notes) {
+        st_pybackend_report(notes);
+        if (failed)
+            fprintf(notes, "strata: error: memory ran out while profiling; the profile is "
+                           "incomplete\n");
+        fflush(notes);
+    }
+    st_pyexit_finished();
+}
+
+static PyObject *py_finalize(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    st_py_finalize(1);
     Py_RETURN_NONE;
 }
 
@@ -364,6 +388,7 @@ static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
     if (st_py.live && !st_py.forked_child) {
         st_py.forked_child = 1;
         st_pybackend_stop();
+        st_pyexit_after_fork_child();
     }
     Py_RETURN_NONE;
 }

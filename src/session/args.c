@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "report/formats.h"
+
 /* One flag of the parsed command line, applied after the file and environment. */
 typedef struct {
     st_setting_id_t id;
@@ -290,6 +292,47 @@ static int split_words(st_args_t *args, int argc, char **argv, const char *inter
     return 0;
 }
 
+/* Settings that act only together with another, and formats that need a tool: a
+ * mistake found here is found before anything runs. */
+static int check_together(const st_settings_t *s, st_warn_fn warn, st_msg_t *msg)
+{
+    const st_value_t *tf = &s->v[ST_S_TRACE_FORMAT];
+    if (!st_settings_bool(s, ST_S_TRACE) && tf->source != ST_SRC_DEFAULT) {
+        st_strbuf_t v;
+        st_strbuf_init(&v);
+        st_settings_format(s, ST_S_TRACE_FORMAT, &v);
+        char text[512];
+        if (tf->source == ST_SRC_FLAG) {
+            int rc = st_msg_set(msg, ST_EUSAGE,
+                                "--trace-format %s chooses the timeline's formats, but no "
+                                "timeline is recorded: add --trace (or STRATA_TRACE=ON)",
+                                st_strbuf_cstr(&v));
+            st_strbuf_free(&v);
+            return rc;
+        }
+        /* A config file written by `strata avail -G` holds every setting: the default
+         * value there says nothing. */
+        if (strcmp(st_strbuf_cstr(&v), st_setting_def(ST_S_TRACE_FORMAT)->defval) != 0) {
+            snprintf(text, sizeof text,
+                     "STRATA_TRACE_FORMAT=%s (from the %s) has no effect: no timeline is "
+                     "recorded without STRATA_TRACE=ON (or --trace)",
+                     st_strbuf_cstr(&v), tf->source == ST_SRC_FILE ? "config file" : "environment");
+            if (warn)
+                warn(text);
+        }
+        st_strbuf_free(&v);
+    }
+    size_t n;
+    char *const *list = st_settings_list(s, ST_S_OUTPUT_FORMATS, &n);
+    unsigned mask = 0;
+    for (size_t i = 0; i < n; i++) {
+        int f = st_format_find(list[i]);
+        if (f >= 0)
+            mask |= 1u << f;
+    }
+    return st_formats_check_tools(mask, "STRATA_OUTPUT_FORMATS", msg);
+}
+
 int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *envp,
                          unsigned opts, st_warn_fn warn, FILE *out, st_msg_t *msg)
 {
@@ -318,6 +361,10 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
         if (rc < 0)
             goto fail;
     }
+
+    rc = check_together(&args->settings, warn, msg);
+    if (rc < 0)
+        goto fail;
 
     if (!args->target) {
         rc = st_msg_set(msg, ST_EUSAGE,
