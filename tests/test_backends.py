@@ -774,3 +774,38 @@ def test_own_profiler_started_before_strata(runner):
     res, out = run(runner, "-s", "setup_prof.py", "-R", "^work$")
     assert (res.stdout, res.stderr) == ("[2]\n", ""), res.describe()
     assert [(r.name, r.count) for r in read_table(out, "trip_count").rows] == [("work", 2)]
+
+
+def test_profiler_warning_goes_to_stratas_terminal(runner):
+    """strata's warning that a program's own profiling lost calls goes where its tables
+    go, the standard error strata started with, not into a file the program opened as
+    fd 2 after closing its standard error."""
+    runner.write("s.py", """
+        import os
+        import sys
+        import threading
+
+        def a():
+            return 1
+
+        if sys.version_info >= (3, 12):
+            mon = sys.monitoring
+            if mon.get_tool(4) is not None:
+                mon.free_tool_id(4)
+            mon.use_tool_id(4, "the program's")
+            mon.register_callback(4, mon.events.PY_START, lambda code, off: None)
+            mon.set_events(4, mon.events.PY_START)
+        else:
+            threading.setprofile(None)
+        a()
+        os.close(2)
+        fd = os.open("program.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        assert fd == 2, fd
+        os.write(2, b"the program's log\\n")
+    """)
+    res, _ = run(runner)
+    assert (runner.dir / "program.log").read_text() == "the program's log\n"
+    what = "took over sys.monitoring tool id 4" if monitoring() else \
+        "cleared threading's profile function"
+    assert res.stderr.startswith("strata: warning: the program " + what), res.describe()
+    assert len(res.stderr.splitlines()) == 1, res.describe()
