@@ -349,6 +349,36 @@ print(count())
     assert read_table(find_results(runner.dir), "trip_count").get("count")
 
 
+def test_sigterm_after_a_fork_still_writes(runner):
+    """After os.fork the watcher is back (on 3.13+ from the parent's next bytecode, as
+    CPython counts threads after the fork hooks there): a SIGTERM then still writes the
+    profile and ends the process by SIGTERM."""
+    runner.write("fs.py", """
+import os, time
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+def waiting():
+    print("ready", flush=True)
+    time.sleep(30)
+waiting()
+print("not reached")
+""")
+    p = subprocess.Popen([str(STRATA), "python", "--", "fs.py"], cwd=runner.dir,
+                         env=runner.env({"STRATA_COMPONENTS": "trip_count"}),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM, (p.returncode, err.decode())
+    assert b"DeprecationWarning" not in err and b"not reached" not in out, err.decode()
+    res = find_results(runner.dir)
+    assert read_table(res, "trip_count").get("waiting").count == 1
+    assert "incomplete.txt" not in names(res)
+
+
 def test_sigkill_leaves_a_note_not_an_empty_folder(runner):
     runner.write("k.py", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
     r = runner.strata("--", "k.py", env=QUIET)

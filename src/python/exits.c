@@ -7,6 +7,7 @@
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -171,8 +172,9 @@ static int start_watcher(void)
 
 /* os.fork: the watcher ends before, so that the parent forks with the threads the
  * program made (3.12+ warns about forking a process that has several) and starts
- * again after, in the parent. Not when a SIGTERM is being handled: the watcher may
- * be waiting for the GIL this thread holds, and the process is ending anyway. */
+ * again after, in the parent (see after_fork_parent). Not when a SIGTERM is being
+ * handled: the watcher may be waiting for the GIL this thread holds, and the process
+ * is ending anyway. */
 static PyObject *before_fork(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -190,12 +192,61 @@ static PyObject *before_fork(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* 1 if SIGTERM's handler is still strata's. */
+static int handler_is_ours(void)
+{
+    struct sigaction cur;
+    return sigaction(SIGTERM, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+           cur.sa_handler == on_term;
+}
+
+/* Starts the watcher again after a fork, while strata's handler is still in place
+ * (a pending call may come after the results were written). */
+static int restart_watcher(void *unused)
+{
+    (void)unused;
+    if (sig.installed && !sig.watching && getpid() == sig.owner && handler_is_ours())
+        start_watcher();
+    return 0;
+}
+
+#if PY_VERSION_HEX >= 0x030D0000
+/* The process's threads as the kernel counts them (as CPython does before warning),
+ * or -1. */
+static long process_threads(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    /* after the name: state (field 3) ... num_threads (field 20) */
+    for (int field = 2; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtol(p + 1, NULL, 10) : -1;
+}
+#endif
+
+/* 3.12 warns about threads before the after-fork hooks run, 3.13+ after them. There,
+ * when the forking thread is the process's only one (the main thread, back in Python
+ * code as soon as os.fork returns), the watcher starts from a pending call, at the
+ * main thread's next bytecode: a SIGTERM in between is kept and acted on then. When
+ * the program has threads of its own (CPython warns anyway), it starts at once. */
 static PyObject *after_fork_parent(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    if (sig.installed && !sig.watching)
-        start_watcher();
+#if PY_VERSION_HEX >= 0x030D0000
+    if (sig.installed && !sig.watching && process_threads() == 1 &&
+        Py_AddPendingCall(restart_watcher, NULL) == 0)
+        Py_RETURN_NONE;
+#endif
+    restart_watcher(NULL);
     Py_RETURN_NONE;
 }
 
@@ -223,14 +274,6 @@ static void watch_forks(void)
     Py_XDECREF(reg);
     Py_XDECREF(os);
     PyErr_Clear();
-}
-
-/* 1 if SIGTERM's handler is still strata's. */
-static int handler_is_ours(void)
-{
-    struct sigaction cur;
-    return sigaction(SIGTERM, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
-           cur.sa_handler == on_term;
 }
 
 /* Returns the threads started (0 or 1). */

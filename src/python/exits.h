@@ -23,7 +23,11 @@
  *     by SIGTERM without writing. The program's standard streams are not flushed,
  *     as without strata. A program that sets its own SIGTERM handler (signal.signal) replaces
  *     strata's and keeps its own behaviour. In a forked child the handler acts as
- *     the default action does.
+ *     the default action does. The watcher steps aside while the program forks, so
+ *     that CPython 3.12+ does not warn about a multi-threaded fork that the program
+ *     alone would not make; on 3.13+, where CPython counts the threads after the
+ *     after-fork hooks, a program with no other thread gets it back at the main
+ *     thread's next bytecode (a SIGTERM in between waits for it).
  *   os._exit skips atexit. While the program runs, os._exit is a wrapper of the
  *     same name and arguments that writes the results (without flushing the
  *     program's streams, as os._exit does not) and then calls the real one; a
