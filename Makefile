@@ -9,8 +9,9 @@ DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-ven
 LEG_DEBS := debootstrap
 # Extra Debian packages installed into that root for tests that use them.
 PY313_DEBS := graphviz protobuf-compiler
-# Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs.
-TEST_DEBS := graphviz chromium clang protobuf-compiler
+# Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs,
+# Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt).
+TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev
 
 .PHONY: all deps venv build demo test test-c test-py test-asan test-py313 bench clean fuzz
 
@@ -34,7 +35,7 @@ venv: deps $(PY)
 	$(PY) -m pip install -q -r requirements-dev.txt
 
 build: venv
-	$(PY) -m pip install -q --no-build-isolation . 2>&1 | grep -v "^\s*$$" || true
+	$(PY) -m pip install -q --no-build-isolation .
 	@$(VENV)/bin/strata --version >/dev/null
 
 demo: build

@@ -4,7 +4,8 @@
  *
  * `strata python` checks its command line with the same parser the extension uses
  * (so a mistake is reported before any interpreter starts), then replaces itself
- * with the interpreter running strata's runner on the same words: what
+ * with the interpreter running strata's runner on the same words, less the
+ * interpreter's own options (-u, -O, -X OPT...), which go to the interpreter: what
  * `python -m strata` runs, started with -c rather than -m to spare the import of
  * runpy, a few milliseconds of every run. The interpreter is PYTHON_EXECUTABLE,
  * else the python3 beside this executable (a virtual environment's bin/), else the
@@ -75,27 +76,52 @@ static const char *find_python(char *buf, size_t size)
     return "python3";
 }
 
+/* What the interpreter runs (-c): strata's runner, imported with the current
+ * directory off the path (`python -c` puts it first, unless -P or PYTHONSAFEPATH,
+ * and a strata.py or strata/ there must not stand in for strata); the runner puts
+ * the target's own first entry there, as plain python would. An interpreter
+ * without strata is a usage error. */
+static const char runner_code[] =
+    "import sys\n"
+    "if not sys.flags.safe_path:\n"
+    "    del sys.path[0]\n"
+    "try:\n"
+    "    from strata._runner import main\n"
+    "except ImportError as e:\n"
+    "    sys.stderr.write(f'strata: error: the Python interpreter {sys.executable} cannot '\n"
+    "                     f'import strata ({e}); set PYTHON_EXECUTABLE to one it is "
+    "installed in\\n')\n"
+    "    sys.exit(2)\n"
+    "sys.exit(main(sys.argv[1:]))\n";
+
 static int run_python(int argc, char **argv)
 {
     st_args_t args;
     st_msg_t msg;
-    int rc = st_args_parse_python(&args, argc, argv, environ, NULL, stdout, &msg);
+    int rc = st_args_parse_python(&args, argc, argv, environ, ST_ARGS_INTERPRETER, NULL, stdout,
+                                  &msg);
     if (rc == ST_EHELP)
         return 0;
     if (rc < 0)
         return die(msg.text);
-    st_args_free(&args);
 
     char buf[PATH_MAX];
     const char *python = find_python(buf, sizeof buf);
+    /* python [interpreter options] -c CODE [the other words] */
     char **cmd = calloc((size_t)argc + 4, sizeof *cmd);
-    if (!cmd)
+    if (!cmd) {
+        st_args_free(&args);
         return die("out of memory");
-    cmd[0] = (char *)python;
-    cmd[1] = "-c";
-    cmd[2] = "import sys; from strata._runner import main; sys.exit(main(sys.argv[1:]))";
-    for (int i = 0; i < argc; i++)
-        cmd[3 + i] = argv[i];
+    }
+    int n = 0;
+    cmd[n++] = (char *)python;
+    for (int i = 0; i < args.ninterp_opts; i++)
+        cmd[n++] = args.interp_opts[i];
+    cmd[n++] = "-c";
+    cmd[n++] = (char *)runner_code;
+    for (int i = 0; i < args.nstrata_words; i++)
+        cmd[n++] = args.strata_words[i];
+    st_args_free(&args);
     execvp(python, cmd);
     fprintf(stderr, "strata: error: cannot run the Python interpreter '%s': %s (set "
                     "PYTHON_EXECUTABLE)\n",

@@ -245,3 +245,119 @@ def test_clock_setting_from_a_file_is_honoured(runner):
     assert r.returncode == 0, r.describe()
     meta = json.loads((find_results(runner.dir) / "profile.json").read_text())["metadata"]
     assert meta["clock"] == "monotonic"
+
+
+# ---------------------------------------------------------------------- numbers, config files
+
+
+@pytest.mark.parametrize("name, value", [
+    ("STRATA_PROCESS_SAMPLING_FREQ", "1e-12"),   # was taken, and sampled at ~10 kHz
+    ("STRATA_PROCESS_SAMPLING_FREQ", "nan"),
+    ("STRATA_PROCESS_SAMPLING_FREQ", "inf"),
+    ("STRATA_PROCESS_SAMPLING_FREQ", "0x10"),
+    ("STRATA_PROCESS_SAMPLING_FREQ", "1e999"),
+    ("STRATA_PROCESS_SAMPLING_FREQ", "20001"),
+    ("STRATA_PROCESS_SAMPLING_FREQ", "5 5"),
+    ("STRATA_PRECISION", "nan"),
+    ("STRATA_PRECISION", "3.0"),
+    ("STRATA_MAX_NODES", "99999999999999999999"),  # overflow, not a wrap
+    ("STRATA_MAX_NODES", "0x10"),
+    ("STRATA_TRACE_BUFFER_SIZE", "nanMB"),
+    ("STRATA_TRACE_BUFFER_SIZE", "inf"),
+])
+def test_strict_numbers_refused(runner, name, value):
+    r = avail(runner, env={name: value})
+    assert r.returncode == 2, r.describe()
+    assert r.stderr.startswith(f"strata: error: {name}: '{value}'") and r.stderr.count("\n") == 1
+
+
+def test_numbers_spaces_and_ranges(runner):
+    """Spaces around a number are ignored on both sides alike (" 5" and "5 ")."""
+    for text in (" 5", "5 ", " 5 ", "5"):
+        s = by_env(avail_json(runner, env={"STRATA_PRECISION": text}))
+        assert s["STRATA_PRECISION"]["value"] == "5", repr(text)
+        s = by_env(avail_json(runner, env={"STRATA_PROCESS_SAMPLING_FREQ": text}))
+        assert s["STRATA_PROCESS_SAMPLING_FREQ"]["value"] == "5", repr(text)
+    for text, want in (("0.001", "0.001"), ("1e3", "1000"), (".5", "0.5"), ("10000", "10000")):
+        s = by_env(avail_json(runner, env={"STRATA_PROCESS_SAMPLING_FREQ": text}))
+        assert s["STRATA_PROCESS_SAMPLING_FREQ"]["value"] == want, text
+    s = by_env(avail_json(runner, env={"STRATA_MAX_NODES": " 2M "}))
+    assert s["STRATA_MAX_NODES"]["value"] == "2000000"
+
+
+def test_report_flags_take_the_same_numbers(runner):
+    runner.write("s.py", "def f():\n    return 1\nf()\n")
+    r = runner.strata("-o", "res", "--", "s.py")
+    assert r.returncode == 0, r.describe()
+    for flag, value in (("-n", "nan"), ("-e", "inf"), ("-n", "0x10"), ("-n", "101"),
+                        ("--precision", "nan"), ("--precision", "1e1")):
+        r = runner.run([STRATA, "report", "--format", "dot", flag, value, "res"])
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (flag, value, r.describe())
+        assert r.stderr.startswith("strata: error: ") and value in r.stderr and r.stdout == ""
+    for flag, value in (("-n", " 5"), ("-n", "5 "), ("--precision", " 3 ")):
+        r = runner.run([STRATA, "report", "--format", "dot", "-o", "-", flag, value, "res"])
+        assert r.returncode == 0 and "digraph" in r.stdout, (flag, value, r.describe())
+
+
+def test_config_file_long_lines_and_sizes(runner):
+    # a long comment was split at 8191 bytes and its tail applied as a setting
+    tail = "STRATA_PRECISION = 1"
+    cfg = runner.write("long.cfg", "#" + "x" * (8191 - 1 - len(tail) + 1) + tail + "\n")
+    r = avail(runner, env={"STRATA_CONFIG_FILE": cfg})
+    assert r.returncode == 2, r.describe()
+    assert r.stderr == f"strata: error: {cfg}:1: a line longer than 8191 bytes\n"
+    ok = runner.write("ok.cfg", "#" + "x" * 8100 + "\nSTRATA_PRECISION = 2\n")
+    assert by_env(avail_json(runner, env={"STRATA_CONFIG_FILE": ok}))["STRATA_PRECISION"][
+        "value"] == "2"
+    big = runner.dir / "big.cfg"
+    big.write_text(("# padding\n" * 110_000))
+    r = avail(runner, env={"STRATA_CONFIG_FILE": big})
+    assert r.returncode == 2 and "larger than 1048576 bytes" in r.stderr, r.describe()
+    nul = runner.dir / "nul.cfg"
+    nul.write_bytes(b"STRATA_PRECISION = 2\x00\n")
+    r = avail(runner, env={"STRATA_CONFIG_FILE": nul})
+    assert r.returncode == 2 and "nul.cfg:1: a NUL byte" in r.stderr, r.describe()
+    # -c /dev/zero spun forever; a FIFO waited for a writer
+    for path in ("/dev/zero",):
+        r = runner.run([STRATA, "python", "-c", path, "--", "x.py"], timeout=20)
+        assert r.returncode == 2, r.describe()
+        assert r.stderr == f"strata: error: config file: cannot read '{path}': not a regular file\n"
+    import os
+    fifo = runner.dir / "fifo.cfg"
+    os.mkfifo(fifo)
+    r = avail(runner, env={"STRATA_CONFIG_FILE": fifo})
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r.describe()
+
+
+def test_errors_escape_what_the_user_gave(runner):
+    r = avail(runner, env={"STRATA_PRECISION": "\x1b]0;pwned\x07\n9"})
+    assert r.returncode == 2, r.describe()
+    assert r.stderr == ("strata: error: STRATA_PRECISION: '\\e]0;pwned\\x07\\n9' is not a whole "
+                        "number from 0 to 12 (k, M and G suffixes allowed)\n")
+    cfg = runner.dir / "bad.cfg"
+    cfg.write_bytes(b"STRATA_\x1b[2JBOGUS = 1\nSTRATA_CLOCK = \xff\xfe\xc2\x9b\n")
+    r = avail(runner, env={"STRATA_CONFIG_FILE": cfg})
+    assert r.returncode == 2
+    assert "\x1b" not in r.stderr and "\x9b" not in r.stderr and r.stderr.count("\n") == 2
+    assert "unknown setting 'STRATA_\\e[2JBOGUS'" in r.stderr
+    assert "'\\xff\\xfe\\u009b'" in r.stderr
+
+
+def test_generate_never_replaces_without_force(runner):
+    cfg = runner.dir / "mine.cfg"
+    cfg.write_text("# my notes\n")
+    r = avail(runner, "-G", cfg)
+    assert r.returncode == 2 and "already exists" in r.stderr and "--force" in r.stderr
+    assert cfg.read_text() == "# my notes\n"
+    r = avail(runner, "-G", cfg, "--force")
+    assert r.returncode == 0, r.describe()
+    assert "STRATA_PRECISION = 6" in cfg.read_text()
+    # the config file the values came from is never written over, even with --force
+    cfg.write_text("STRATA_PRECISION = 3\n")
+    for env in ({"STRATA_CONFIG_FILE": cfg}, {}):
+        if not env:
+            (runner.home / ".strata.cfg").write_text("STRATA_PRECISION = 3\n")
+            cfg = runner.home / ".strata.cfg"
+        r = avail(runner, "-G", cfg, "--force", env=env)
+        assert r.returncode == 2 and "never written over" in r.stderr, r.describe()
+        assert cfg.read_text() == "STRATA_PRECISION = 3\n"

@@ -371,23 +371,32 @@ print(work())
 
 
 @needs_monitoring
-def test_tool_id_taken_falls_back_to_a_free_one(runner):
-    """Another tool holding sys.monitoring.PROFILER_ID: one warning line, then a free id."""
-    runner.write("claim.py", CLAIM.format(ids=[2]))
-    runner.write("s.py", TARGET)
+@pytest.mark.parametrize("taken, want", [([], 4), ([2], 4), ([4], 3), ([0, 1, 2, 4, 5], 3)])
+def test_tool_id_left_for_the_program(runner, taken, want):
+    """strata takes an id CPython assigns to no kind of tool (4, else 3), quietly: the
+    profiler's, debugger's, coverage tool's and optimizer's stay free for the program."""
+    runner.write("claim.py", CLAIM.format(ids=taken))
+    runner.write("s.py", TARGET + """
+import sys
+print([sys.monitoring.get_tool(i) for i in range(6)])
+""")
     res, out = run(runner, "-s", "claim.py", "-R", "^work$")
-    assert res.stdout == "42\n", res.describe()
-    assert res.stderr == ("strata: warning: sys.monitoring tool id 2 is used by other-tool; "
-                          "using id 3\n"), res.describe()
+    tools = [None] * 6
+    for i in taken:
+        tools[i] = "other-tool"
+    tools[want] = "strata"
+    assert (res.stdout, res.stderr) == (f"42\n{tools}\n", ""), res.describe()
     assert shape(read_table(out, "trip_count")) == [(0, ("work",), 1)]
 
 
 @needs_monitoring
-def test_tool_id_fallback_skips_taken_ids(runner):
-    runner.write("claim.py", CLAIM.format(ids=[2, 3, 4]))
+def test_tool_id_fallback_to_an_assigned_one_warns(runner):
+    runner.write("claim.py", CLAIM.format(ids=[3, 4]))
     runner.write("s.py", TARGET)
     res, out = run(runner, "-s", "claim.py", "-R", "^work$")
-    assert res.stderr.endswith("used by other-tool; using id 5\n"), res.describe()
+    assert res.stderr == ("strata: warning: sys.monitoring tool ids 4 and 3 are in use (4 by "
+                          "other-tool); using id 5, which the program cannot then take\n"), \
+        res.describe()
     assert shape(read_table(out, "trip_count")) == [(0, ("work",), 1)]
 
 
@@ -401,7 +410,7 @@ def test_no_free_tool_id_stops_before_the_target(runner):
     assert res.returncode == 2, res.describe()
     lines = res.stderr.split("\n")
     assert len(lines) == 2 and lines[1] == "", res.describe()
-    assert lines[0].startswith("strata: error: sys.monitoring tool id 2 is used by other-tool"), \
+    assert lines[0].startswith("strata: error: sys.monitoring tool ids 0 to 5 are all in use"), \
         res.describe()
     assert res.stdout == "", res.describe()
     assert not (runner.dir / "started.marker").exists(), "the target started"
@@ -423,7 +432,7 @@ print(work())
 """)
     res = runner.plain("s.py", env=TRIP)
     assert res.returncode == 0 and res.stdout == "42\n", res.describe()
-    assert res.stderr.startswith("strata: error: sys.monitoring tool id 2 is used by other-tool"), \
+    assert res.stderr.startswith("strata: error: sys.monitoring tool ids 0 to 5 are all in use"), \
         res.describe()
     assert res.stderr.endswith("the program runs without profiling\n"), res.describe()
     assert results_dirs(runner.dir) == []
@@ -437,7 +446,7 @@ def test_tool_id_is_given_back(runner):
         import atexit, sys
 
         def check():
-            print("at exit:", sys.monitoring.get_tool(sys.monitoring.PROFILER_ID))
+            print("at exit:", [sys.monitoring.get_tool(i) for i in range(6)])
 
         atexit.register(check)
 
@@ -445,13 +454,14 @@ def test_tool_id_is_given_back(runner):
 
         @strata.profile()
         def work():
-            print("while profiling:", sys.monitoring.get_tool(sys.monitoring.PROFILER_ID))
+            print("while profiling:", sys.monitoring.get_tool(4))
 
         work()
     """)
     res = runner.plain("s.py", env=TRIP)
     assert res.returncode == 0, res.describe()
-    assert res.stdout == "while profiling: strata\nat exit: None\n", res.describe()
+    assert res.stdout == "while profiling: strata\nat exit: [None, None, None, None, None, None]\n", \
+        res.describe()
 
 
 def test_threads_started_before_profiling_are_followed(runner):
@@ -484,3 +494,318 @@ def test_threads_started_before_profiling_are_followed(runner):
     assert shape(table) == [(0, ("main",), 1), (1, ("early_leaf",), 1)], table.text
     data = json.loads((out / "profile.json").read_text())
     assert [t["name"] for t in data["threads"]] == ["MainThread", "early-thread"]
+
+
+# ------------------------------------------------------ a program with its own profiler
+
+SELF_PROFILING = """
+import cProfile
+import pstats
+import sys
+import threading
+
+def a():
+    return sum(range(10))
+
+def b():
+    return a() + 1
+
+def after():
+    return b()
+
+def names(pr):
+    return sorted((k[2], v[1]) for k, v in pstats.Stats(pr).stats.items()
+                  if k[2] in ("a", "b", "after", "work"))
+
+def main():
+    events = []
+
+    def tracer(frame, event, arg):
+        if event in ("call", "return"):
+            events.append((event, frame.f_code.co_name))
+
+    old = sys.getprofile()
+    print("getprofile at first:", old)
+    sys.setprofile(tracer)
+    print("getprofile is the tracer:", sys.getprofile() is tracer)
+    b()
+    sys.setprofile(old)
+    print("events:", events)
+    print("getprofile after:", sys.getprofile())
+
+    pr = cProfile.Profile()
+    pr.enable()
+    b()
+    pr.disable()
+    print("cProfile saw:", names(pr))
+    pr2 = cProfile.Profile()
+    print("runcall:", pr2.runcall(b), names(pr2))
+
+    def worker():
+        w = cProfile.Profile()
+        w.enable()
+        b()
+        w.disable()
+        print("worker's cProfile saw:", names(w))
+        after()
+
+    t = threading.Thread(target=worker, name="worker")
+    t.start()
+    t.join()
+    after()
+
+main()
+"""
+
+
+@pytest.mark.parametrize("opts", [[], ["--trace-c"]], ids=["python", "trace-c"])
+def test_program_with_its_own_profiler(runner, opts):
+    """sys.setprofile, sys.getprofile and cProfile (enable, disable, runcall, on the main
+    thread and another) work as without strata, and strata records every call, those
+    made under the program's profiler and after it included (issue 9 item 4)."""
+    runner.write("s.py", SELF_PROFILING)
+    plain = runner.plain("s.py")
+    assert plain.returncode == 0 and plain.stderr == "", plain.describe()
+    assert "getprofile at first: None" in plain.stdout
+    res, out = run(runner, *opts, "-R", "^(a|b|after|main|worker)$")
+    assert (res.stdout, res.stderr) == (plain.stdout, ""), res.describe()
+    table = read_table(out, "trip_count")
+    got = [(r.thread, r.path, r.count) for r in table.rows if not r.name.startswith("<")]
+    W = "main.<locals>.worker"
+    assert got == [
+        (0, ("main",), 1), (0, ("main", "b"), 3), (0, ("main", "b", "a"), 3),
+        (0, ("main", "after"), 1), (0, ("main", "after", "b"), 1),
+        (0, ("main", "after", "b", "a"), 1),
+        (1, (W,), 1), (1, (W, "b"), 1), (1, (W, "b", "a"), 1),
+        (1, (W, "after"), 1), (1, (W, "after", "b"), 1),
+        (1, (W, "after", "b", "a"), 1),
+    ], table.text
+
+
+def test_python_m_cprofile_under_strata(runner):
+    """`strata python -m cProfile script.py`: cProfile profiles, strata too."""
+    runner.write("s.py", """
+        def work():
+            return sum(range(100))
+
+        for _ in range(3):
+            work()
+        print("done")
+    """)
+    out = runner.dir / "results"
+    res = runner.strata("-R", "^work$", "--", "-m", "cProfile", "-s", "ncalls", "s.py",
+                        env={**TRIP, "STRATA_OUTPUT_PATH": out})
+    assert res.returncode == 0, res.describe()
+    assert res.stdout.startswith("done\n") and "function calls" in res.stdout, res.describe()
+    assert "s.py:1(work)" in res.stdout, res.describe()
+    assert res.stderr == "", res.describe()
+    assert [(r.name, r.count) for r in read_table(out, "trip_count").rows] == [("work", 3)]
+
+
+@needs_monitoring
+@pytest.mark.parametrize("takes_over", [False, True], ids=["frees", "frees-and-takes"])
+def test_program_frees_the_tool_id_of_strata(runner, takes_over):
+    """A program that frees every sys.monitoring tool id: strata records for as long as
+    its callbacks stay (freeing an id leaves them on 3.12 and 3.13); a program that then
+    takes the id for its own callbacks and events stops strata, and strata says so,
+    once, at the end, and leaves the program's callbacks alone."""
+    runner.write("s.py", f"""
+        import sys
+        mon = sys.monitoring
+
+        def before():
+            pass
+
+        def later():
+            pass
+
+        before()
+        for i in range(6):
+            if mon.get_tool(i) is not None:
+                mon.free_tool_id(i)
+        seen = []
+        if {takes_over}:
+            mon.use_tool_id(4, "the program's")
+            mon.register_callback(4, mon.events.PY_START, lambda code, off: seen.append(code.co_name))
+            mon.set_events(4, mon.events.PY_START)
+        later()
+        print(mon.get_tool(4), "later" in seen)
+    """)
+    res, out = run(runner, "-R", "^(before|later)$")
+    rows = [r.name for r in read_table(out, "trip_count").rows]
+    if takes_over:
+        assert res.stdout == "the program's True\n", res.describe()
+        assert res.stderr == ("strata: warning: the program took over sys.monitoring tool id 4, "
+                              "which strata held (it changed its callbacks or events); calls "
+                              "made after that may be missing from the profile\n"), res.describe()
+        assert rows == ["before"]
+    else:
+        assert (res.stdout, res.stderr) == ("None False\n", ""), res.describe()
+        assert rows == ["before", "later"]
+
+
+def test_own_profiler_on_a_thread_with_a_trace_function(runner):
+    """On 3.11 a thread has one profile hook: when the program's own takes strata's
+    place on a thread strata cannot watch at once (it has a trace function, and the
+    main thread, which could, is waiting), calls there are lost, and strata says so
+    once at the end. On 3.12+ nothing is lost and nothing is said."""
+    runner.write("s.py", """
+        import cProfile
+        import sys
+        import threading
+
+        def a():
+            return 1
+
+        def worker():
+            sys.settrace(lambda *args: None)
+            pr = cProfile.Profile()
+            pr.enable()
+            a()
+            pr.disable()
+            a()
+
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        a()
+        print("done")
+    """)
+    res, out = run(runner, "-R", "^a$")
+    assert res.stdout == "done\n", res.describe()
+    rows = [(r.thread, r.name, r.count) for r in read_table(out, "trip_count").rows]
+    if monitoring():
+        assert res.stderr == "", res.describe()
+        assert rows == [(0, "a", 1), (1, "a", 2)], rows
+    else:
+        assert res.stderr.startswith("strata: warning: the program's own profile function "
+                                     "(sys.setprofile or cProfile) took strata's place"), \
+            res.describe()
+        assert len(res.stderr.splitlines()) == 1, res.describe()
+        assert (0, "a", 1) in rows, rows
+
+
+def test_other_ways_a_program_profiles_itself(runner):
+    """A profile function that raises, cProfile as a context manager, the pure-Python
+    profile module (which checks every event it gets) and threading.setprofile all
+    behave as without strata; strata records throughout (on 3.11 it cannot follow a
+    thread started after threading.setprofile(None), and says so)."""
+    runner.write("s.py", """
+        import cProfile
+        import profile
+        import pstats
+        import sys
+        import threading
+
+        def a():
+            return 1
+
+        def b():
+            return a() + 1
+
+        def bad(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == "a":
+                raise ValueError("from the profile function")
+
+        sys.setprofile(bad)
+        try:
+            b()
+        except ValueError as e:
+            print("raised:", e, sys.getprofile())
+        with cProfile.Profile() as pr:
+            b()
+        print(sorted(k[2] for k in pstats.Stats(pr).stats if k[2] in "ab"))
+        p = profile.Profile()
+        p.runcall(b)
+        print(sorted(k[2] for k in pstats.Stats(p).stats if k[2] in "ab"))
+        seen = []
+
+        def thread_profile(frame, event, arg):
+            if event == "call":
+                seen.append(frame.f_code.co_name)
+
+        threading.setprofile(thread_profile)
+        t = threading.Thread(target=b)
+        t.start()
+        t.join()
+        threading.setprofile(None)
+        print("thread saw", [n for n in seen if n in ("a", "b")], threading.getprofile())
+        t = threading.Thread(target=b)
+        t.start()
+        t.join()
+    """)
+    plain = runner.plain("s.py")
+    assert plain.returncode == 0 and plain.stderr == "", plain.describe()
+    res, out = run(runner, "-R", "^(a|b)$")
+    assert res.stdout == plain.stdout, res.describe()
+    rows = [(r.thread, r.path, r.count) for r in read_table(out, "trip_count").rows]
+    first = [(0, ("b",), 3), (0, ("b", "a"), 2), (1, ("b",), 1), (1, ("b", "a"), 1)]
+    if monitoring():
+        assert res.stderr == "", res.describe()
+        assert rows == first + [(2, ("b",), 1), (2, ("b", "a"), 1)], rows
+    else:
+        assert res.stderr == ("strata: warning: the program cleared threading's profile "
+                              "function (threading.setprofile(None)); threads it started after "
+                              "that were not followed\n"), res.describe()
+        assert rows == first, rows
+
+
+def test_own_profiler_started_before_strata(runner):
+    """A profiler the setup file starts (before strata's) keeps hearing every call, and
+    strata records beside it."""
+    runner.write("setup_prof.py", """
+        import builtins
+        import cProfile
+
+        builtins.PR = cProfile.Profile()
+        builtins.PR.enable()
+    """)
+    runner.write("s.py", """
+        import pstats
+
+        def work():
+            return 5
+
+        work()
+        work()
+        PR.disable()
+        print([v[1] for k, v in pstats.Stats(PR).stats.items() if k[2] == "work"])
+    """)
+    res, out = run(runner, "-s", "setup_prof.py", "-R", "^work$")
+    assert (res.stdout, res.stderr) == ("[2]\n", ""), res.describe()
+    assert [(r.name, r.count) for r in read_table(out, "trip_count").rows] == [("work", 2)]
+
+
+def test_profiler_warning_goes_to_stratas_terminal(runner):
+    """strata's warning that a program's own profiling lost calls goes where its tables
+    go, the standard error strata started with, not into a file the program opened as
+    fd 2 after closing its standard error."""
+    runner.write("s.py", """
+        import os
+        import sys
+        import threading
+
+        def a():
+            return 1
+
+        if sys.version_info >= (3, 12):
+            mon = sys.monitoring
+            if mon.get_tool(4) is not None:
+                mon.free_tool_id(4)
+            mon.use_tool_id(4, "the program's")
+            mon.register_callback(4, mon.events.PY_START, lambda code, off: None)
+            mon.set_events(4, mon.events.PY_START)
+        else:
+            threading.setprofile(None)
+        a()
+        os.close(2)
+        fd = os.open("program.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        assert fd == 2, fd
+        os.write(2, b"the program's log\\n")
+    """)
+    res, _ = run(runner)
+    assert (runner.dir / "program.log").read_text() == "the program's log\n"
+    what = "took over sys.monitoring tool id 4" if monitoring() else \
+        "cleared threading's profile function"
+    assert res.stderr.startswith("strata: warning: the program " + what), res.describe()
+    assert len(res.stderr.splitlines()) == 1, res.describe()

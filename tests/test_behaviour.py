@@ -4,8 +4,9 @@ Each case runs a script twice in the same folder: with plain ``python`` and unde
 (``strata python`` and, for some, ``python -m strata``) with STRATA_PRINT_TABLES=OFF, so
 that standard error is the program's own. Standard output, standard error (tracebacks
 included) and the exit status must be identical. When the program's end lets strata
-write (everything but os._exit and a fatal signal), profile.json and trip_count.txt must
-exist and parse, and the call tree must have the right shape.
+write (everything but SIGKILL and other fatal signals; SIGTERM and os._exit included),
+profile.json and trip_count.txt must exist and parse, and the call tree must have the
+right shape.
 """
 
 from __future__ import annotations
@@ -575,6 +576,106 @@ def _(table, results, runner):
     assert table.get("work").count == 1
 
 
+# What the program can see of how it was started: __main__'s names and loader, the
+# frames below it (sys._getframe, inspect, traceback, faulthandler, warnings'
+# stacklevel) and the recursion depth it may use (issue 9 item 16).
+INTROSPECT = """
+import faulthandler
+import inspect
+import sys
+import traceback
+import warnings
+
+def depth_reached(n=0):
+    try:
+        return depth_reached(n + 1)
+    except RecursionError:
+        return n
+
+def work():
+    return sum(range(10))
+
+print("names", list(globals()))
+print("loader", type(__loader__).__name__, getattr(__loader__, "name", None),
+      getattr(__loader__, "path", None) == __file__)
+print("spec", __spec__ and __spec__.name, "package", repr(__package__))
+print("caller of the module", sys._getframe().f_back and sys._getframe().f_back.f_code.co_name)
+print("inspect", [(f.function, f.lineno) for f in inspect.stack()])
+traceback.print_stack(file=sys.stdout)
+sys.stdout.flush()
+faulthandler.dump_traceback(sys.stdout, all_threads=False)
+warnings.warn("at module level", stacklevel=2)
+print("recursion limit", sys.getrecursionlimit(), "depth reached", depth_reached())
+sys.setrecursionlimit(60)
+print("after a lower limit", depth_reached())
+print(work())
+"""
+
+
+@case("main_module_like_plain", argv=["intro.py"], both_forms=True, files={"intro.py": INTROSPECT})
+def _(table, results, runner):
+    assert table.get("work").count == 1, table.text
+
+
+@case("main_module_like_plain_dash_m", argv=["-m", "ipkg.intro"], both_forms=True,
+      files={"ipkg/__init__.py": "", "ipkg/intro.py": INTROSPECT})
+def _(table, results, runner):
+    assert table.get("work").count == 1, table.text
+
+
+# Arguments are bytes: any byte passes through to the script, as with plain python,
+# the script's own name included (issue 9 item 13).
+BYTES_ARGS = """
+import os
+import sys
+
+def work():
+    return 1
+
+print([os.fsencode(a) for a in sys.argv])
+print(os.fsencode(__file__).endswith(os.fsencode(sys.argv[0][-8:])))
+work()
+"""
+
+
+@case("non_utf8_arguments", argv=["bytes.py", "\udcff\udcfe", "caf\udce9", "-o", "\udc80"],
+      both_forms=True, files={"bytes.py": BYTES_ARGS})
+def _(table, results, runner):
+    assert table.get("work").count == 1, table.text
+
+
+@case("non_utf8_script_name", argv=["sc\udcff.py", "x"], both_forms=True,
+      files={"sc\udcff.py": BYTES_ARGS})
+def _(table, results, runner):
+    assert table.get("work").count == 1, table.text
+
+
+# A strata.py or strata/ in the current directory (where `python -c` looks first)
+# does not stand in for strata; the script's sys.path is plain python's (item 14).
+SHADOW_MAIN = """
+import sys
+
+def work():
+    return 2
+
+print("path", sys.path)
+print(work())
+"""
+
+
+@case("strata_py_in_current_directory", argv=["main.py"], files={
+    "strata.py": "print('the wrong strata')\nraise SystemExit(3)\n", "main.py": SHADOW_MAIN})
+def _(table, results, runner):
+    assert table.get("work").count == 1, table.text
+
+
+@case("strata_package_in_current_directory", argv=["main.py"], files={
+    "strata/__init__.py": "print('the wrong strata')\nraise SystemExit(3)\n",
+    "strata/_runner.py": "raise SystemExit(4)\n", "main.py": SHADOW_MAIN})
+def _(table, results, runner):
+    assert table.get("work").count == 1, table.text
+
+
 @case("atexit_handlers", argv=["ae.py"], both_forms=False, files={"ae.py": """
 import atexit
 import sys
@@ -667,23 +768,33 @@ def _(table, results, runner):
     assert table.get("user", "deprecated").count == 1
 
 
-@case("os_exit", argv=["osexit.py"], expect_rc=5, profiled=False, files={"osexit.py": """
+@case("os_exit", argv=["osexit.py"], expect_rc=5, files={"osexit.py": """
 import os
-print("leaving", flush=True)
-os._exit(5)
+def leaving():
+    print("leaving", flush=True)
+    print("unflushed, lost as without strata", end="")
+    os._exit(5)
+leaving()
 """})
 def _(table, results, runner):
-    pass
+    # os._exit skips atexit: strata's wrapper writes first, the open call closed
+    assert table.get("leaving").count == 1
 
 
-@case("sigterm_self", argv=["term.py"], expect_rc=-15, profiled=False, files={"term.py": """
+@case("sigterm_self", argv=["term.py"], expect_rc=-15, files={"term.py": """
 import os
 import signal
-print("terminating", flush=True)
-os.kill(os.getpid(), signal.SIGTERM)
+import time
+def terminate():
+    print("terminating", flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(10)
+terminate()
+print("not reached")
 """})
 def _(table, results, runner):
-    pass
+    # written on SIGTERM, then the process died by it (the status above)
+    assert table.get("terminate").count == 1
 
 
 # ---------------------------------------------------------------------------- the tests

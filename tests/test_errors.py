@@ -1,6 +1,8 @@
 """Bad input: one line `strata: error: ...` on standard error, exit status 2, and the
 script never starts (it would create a marker file and print)."""
 
+import os
+
 import pytest
 
 SCRIPT = """
@@ -156,3 +158,64 @@ def test_both_forms_say_the_same(runner, tmp_path, opts):
     a = runner.strata(*opts, "--", "target.py")
     b = runner.module(*opts, "--", "target.py")
     assert (a.returncode, a.stderr) == (b.returncode, b.stderr), a.describe() + "\n" + b.describe()
+
+
+# ----------------------------------------------------------- errors a user can act on (item 18)
+
+
+@pytest.mark.parametrize("form", ["strata", "module"])
+@pytest.mark.parametrize("setup", ["dir", "syntax", "null-byte"])
+def test_setup_file_that_cannot_run(runner, tmp_path, form, setup):
+    """-s naming a directory, or a file Python cannot compile: one `strata: error:` line
+    that names the file, exit status 2, nothing run and no results folder."""
+    prepare(runner, tmp_path)
+    if setup == "dir":
+        (tmp_path / "setup_dir").mkdir()
+        name = "setup_dir"
+    elif setup == "syntax":
+        runner.write("setup_bad.py", "import pathlib\npathlib.Path('setup.ran').touch()\ndef (:\n")
+        name = "setup_bad.py"
+    else:
+        (tmp_path / "setup_nul.py").write_bytes(b"x = 1\0\n")
+        name = "setup_nul.py"
+    res = runner.front(form)("-s", name, "--", "target.py")
+    assert_usage_error(runner, res)
+    assert name in res.stderr, res.describe()
+    if setup == "syntax":
+        assert "line 3" in res.stderr and "SyntaxError" in res.stderr, res.describe()
+    assert not (tmp_path / "setup.ran").exists()
+    assert not list(runner.dir.glob("strata-*-output")), sorted(p.name for p in runner.dir.iterdir())
+
+
+def test_python_executable_without_strata(runner, tmp_path, venv_python):
+    """PYTHON_EXECUTABLE naming an interpreter that cannot import strata: one
+    `strata: error:` line that says so, exit status 2, nothing run or written."""
+    import sys as _sys
+    prepare(runner, tmp_path)
+    bare = runner.write("bare_python.sh", f"""\
+        #!/bin/sh
+        exec {_sys.executable} -S "$@"
+    """)
+    os.chmod(bare, 0o755)
+    res = runner.strata("--", "target.py", env={"PYTHON_EXECUTABLE": bare})
+    assert_usage_error(runner, res)
+    assert "cannot import strata" in res.stderr and "PYTHON_EXECUTABLE" in res.stderr, \
+        res.describe()
+    assert not list(runner.dir.glob("strata-*-output"))
+
+
+def test_interpreter_options_need_the_strata_command(runner, tmp_path):
+    """`python -m strata -u ...`: the interpreter has started, its options cannot be
+    applied; the error says where they go."""
+    prepare(runner, tmp_path)
+    res = runner.module("-u", "--", "target.py")
+    assert_usage_error(runner, res)
+    assert "python -u -m strata" in res.stderr, res.describe()
+
+
+@pytest.mark.parametrize("opt", ["-S", "-x", "-d"])
+def test_other_interpreter_options_name_the_way(runner, tmp_path, opt):
+    prepare(runner, tmp_path)
+    res = runner.strata(opt, "--", "target.py")
+    assert_usage_error(runner, res)
+    assert "PYTHON" in res.stderr and "-X" in res.stderr, res.describe()

@@ -137,3 +137,49 @@ def test_merge_errors(env):
     (env.root / "junk.json").write_text("{\"format_version\": 1, \"threads\": [")
     assert "truncated" in bad(env, "merge", "-o", "x", env.root / "junk.json")
     assert not (env.root / "x").exists()
+
+
+def test_merging_one_run_twice_warns(env):
+    r = env.strata("python", "-o", "twice", "--", "prog.py", env={"SLURM_PROCID": None})
+    assert r.returncode == 0, r.describe()
+    (env.root / "copy.json").write_bytes((env.root / "twice" / "profile.json").read_bytes())
+    r = env.strata("merge", "-o", "twice_merged", env.root / "twice", env.root / "copy.json")
+    assert r.returncode == 0, r.describe()
+    warn = [ln for ln in r.stderr.splitlines() if ln.startswith("strata: warning:")]
+    assert len(warn) == 1 and "same run" in warn[0] and "counted twice" in warn[0], r.stderr
+    assert "copy.json" in warn[0] and "twice/profile.json" in warn[0]
+    # different runs merge without a word
+    r = env.strata("python", "-o", "other", "--", "prog.py", env={"SLURM_PROCID": None})
+    r = env.strata("merge", "-o", "fine_merged", env.root / "twice", env.root / "other")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.describe()
+
+
+def test_huge_sums_round_trip_and_saturate(env):
+    """Counts and sums near 2^63 are written exactly (and read back); merging them
+    saturates at 2^63 - 1 and says so, never wraps."""
+    r = env.strata("python", "-o", "big", "--", "prog.py", env={"SLURM_PROCID": None})
+    assert r.returncode == 0, r.describe()
+    data = json.loads((env.root / "big" / "profile.json").read_text())
+    node = data["threads"][0]["nodes"][0]
+    big = 2**63 - 5
+    node["count"] = big
+    node["wall_clock"]["sum"] = big
+    node["wall_clock"]["self"] = 0
+    (env.root / "big.json").write_text(json.dumps(data))
+    r = env.strata("merge", "-o", "big_one", env.root / "big.json")
+    assert r.returncode == 0, r.describe()
+    one = json.loads((env.root / "big_one" / "profile.json").read_text())
+    assert one["threads"][0]["nodes"][0]["count"] == big  # exactly, no float rounding
+    assert one["threads"][0]["nodes"][0]["wall_clock"]["sum"] == big
+    (env.root / "big2.json").write_text(json.dumps(data))
+    data["metadata"]["pid"] += 1  # another run, so no "same run" warning
+    (env.root / "big3.json").write_text(json.dumps(data))
+    r = env.strata("merge", "-o", "big_three", env.root / "big.json", env.root / "big3.json",
+                   env.root / "big_one")
+    assert r.returncode == 0, r.describe()
+    assert "saturated" in r.stderr, r.stderr
+    three = json.loads((env.root / "big_three" / "profile.json").read_text())
+    top = three["threads"][0]["nodes"][0]
+    assert top["count"] == 2**63 - 1 and top["wall_clock"]["sum"] == 2**63 - 1
+    r = env.strata("report", env.root / "big_three")  # and it reads back
+    assert r.returncode == 0, r.describe()

@@ -247,6 +247,35 @@ def test_label_args_cut_at_32(runner):
     assert 0 < len(value) <= 32 + 3, f"{name!r}: the argument is not cut at 32 characters"
 
 
+def test_label_args_runs_no_code_of_the_program(runner):
+    """--label args shows builtin values (and builtin containers of them) by their
+    repr, any other object as <TypeName object>: the program's __repr__ never runs
+    (its effects would happen only under strata; issue 9 item 15)."""
+    runner.write("rep.py", """
+        class Loud:
+            def __repr__(self):
+                print("__repr__ ran")
+                return "Loud()"
+
+        class MyInt(int):
+            def __repr__(self):
+                print("__repr__ of the subclass ran")
+                return "MyInt"
+
+        def f(a, b, c, d, *rest, **kw):
+            return a
+
+        f(1, "x", [2, (3,), {"k": Loud()}], Loud(), MyInt(4), None, 2.5, k=b"z")
+        print("done")
+    """)
+    out = runner.dir / "results"
+    res = runner.strata("--label", "args", "--", "rep.py", env={**TRIP, "STRATA_OUTPUT_PATH": out})
+    assert res.returncode == 0 and res.stdout == "done\n", res.describe()
+    rows = [r.name for r in read_table(out, "trip_count").rows if r.name.startswith("f(")]
+    assert rows == ["f(a=1, b='x', c=[2, (3,), {'k': <Loud object>}], d=<Loud object>, "
+                    "rest=(<MyInt object>, None, 2.5), kw={'k': b'z'})"], rows
+
+
 @pytest.mark.parametrize("opts, env, full", [
     (["--label", "file", "-F"], {}, True),
     (["--label", "file", "--full-filepath"], {}, True),
@@ -613,6 +642,62 @@ def test_setup_file(runner, how):
     leaf = table.named("setup_leaf")
     assert len(leaf) == 1 and leaf[0].count == 1 and leaf[0].thread != 0, table.text
     assert table.get("main").count == 1
+
+
+# ------------------------------------------------------------------------ interpreter options
+
+FLAGS_SCRIPT = """
+import sys
+import warnings
+
+def work():
+    return 3
+
+print("optimize", sys.flags.optimize, "debug", __debug__, "dont_write_bytecode",
+      sys.flags.dont_write_bytecode, "safe_path", sys.flags.safe_path)
+print("xoptions", sorted(sys._xoptions.items()), "dev", sys.flags.dev_mode)
+print("warnoptions", sys.warnoptions)
+print("unbuffered", sys.stdout.write_through, sys.stderr.write_through)
+print("path0 is the script's folder", sys.path[0] == __import__("os").getcwd())
+try:
+    warnings.warn("a user warning")
+    print("warning not raised")
+except UserWarning as e:
+    print("warning raised:", e)
+try:
+    assert False, "assertions run"
+except AssertionError as e:
+    print(e)
+print(work())
+"""
+
+
+@pytest.mark.parametrize("opts", [
+    ["-u", "-O", "-X", "dev", "-W", "error::UserWarning"],
+    ["-OO", "-B", "-Xfrozen_modules=off", "-Werror", "-X", "int_max_str_digits=700"],
+    ["-uB", "-q", "-P"],
+], ids=["separate", "attached", "bundled-safe-path"])
+def test_interpreter_options(runner, opts):
+    """`strata python -u -O -X dev -W error -- s.py` runs the script as
+    `python -u -O -X dev -W error s.py` does, and profiles it (issue 9 item 17)."""
+    runner.write("flags.py", FLAGS_SCRIPT)
+    plain = runner.plain(*opts, "flags.py")
+    assert plain.returncode == 0, plain.describe()
+    out = runner.dir / "results"
+    res = runner.strata(*opts, "--", "flags.py", env={**TRIP, "STRATA_OUTPUT_PATH": out})
+    assert (res.returncode, res.stdout, res.stderr) == (0, plain.stdout, plain.stderr), \
+        f"plain:\n{plain.describe()}\nstrata:\n{res.describe()}"
+    assert read_table(out, "trip_count").get("work").count == 1
+
+
+def test_interpreter_options_mixed_with_strata_options(runner):
+    runner.write("flags.py", FLAGS_SCRIPT)
+    plain = runner.plain("-O", "-W", "error::UserWarning", "flags.py")
+    out = runner.dir / "results"
+    res = runner.strata("-O", "-R", "^work$", "-W", "error::UserWarning", "-o", out, "--",
+                        "flags.py", env=TRIP)
+    assert (res.returncode, res.stdout) == (0, plain.stdout), res.describe()
+    assert [r.name for r in read_table(out, "trip_count").rows] == ["work"]
 
 
 # ------------------------------------------------------------------------ interpreter choice

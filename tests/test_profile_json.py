@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import TITLES, Runner, count_nodes, find_results, load_profile, read_table
+from conftest import PYTHON, SANITIZED, STRATA as STRATA_BIN, TITLES, Runner, count_nodes, find_results, load_profile, read_table
 
 QUIET = {"STRATA_PRINT_TABLES": "OFF", "STRATA_COMPONENTS": "trip_count"}
 
@@ -225,6 +225,42 @@ def test_labels_with_control_characters(runner):
     assert [n["label"] for n in data["threads"][0]["nodes"]] == [weird]
 
 
+def test_text_tables_escape_labels(runner):
+    """A label's escape sequences and newlines never reach the terminal raw nor break
+    a row: in the tables on stderr, the table files, `strata report` and the
+    load-balance table alike."""
+    evil = "\x1b]0;pwned\x07\x1b[2J\nrow\rcr\x9b31m caf\u00e9\x7f"
+    runner.write("evil.py", f"""
+        def f():
+            pass
+
+        f.__code__ = f.__code__.replace(co_name={evil!r}, co_qualname={evil!r})
+        f()
+    """)
+    res = runner.strata("-o", "res", "--", "evil.py", env={"STRATA_COMPONENTS": "trip_count"})
+    assert res.returncode == 0, res.describe()
+    want = "\\e]0;pwned\\x07\\e[2J\\nrow\\rcr\\u009b31m caf\u00e9\\x7f"  # UTF-8 kept
+    for text in (res.stderr, (runner.dir / "res" / "trip_count.txt").read_text(),
+                 runner.run([STRATA_BIN, "report", "res"]).stdout):
+        assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), repr(text)
+        rows = [ln for ln in text.splitlines() if ln.startswith("| |0>>>")]
+        assert len(rows) == 1 and want in rows[0], text
+        table = [ln for ln in text.splitlines() if ln.startswith("|")]
+        assert len({len(ln.encode()) for ln in table}) == 1, table  # rows as wide as the rule
+    # the same label under two ranks: the load-balance table escapes it too
+    for rank in (0, 1):
+        res = runner.strata("-o", "job", "--", "evil.py",
+                            env={"STRATA_COMPONENTS": "trip_count", "PMI_RANK": str(rank),
+                                 "STRATA_PRINT_TABLES": "OFF"})
+        assert res.returncode == 0, res.describe()
+    text = runner.run([STRATA_BIN, "report", "job"]).stdout
+    assert "LOAD BALANCE" in text and want in text
+    # the folder named on the terminal too
+    res = runner.strata("-o", "odd\x1b[31m", "--", "evil.py")
+    assert res.returncode == 0 and "[strata] results in odd\\e[31m\n" in res.stderr, res.stderr
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), repr(text)
+
+
 def test_max_nodes_drops_calls_and_says_so(runner):
     runner.copy_example()
     res = runner.strata("--", "example.py", env={"STRATA_COMPONENTS": "trip_count",
@@ -266,6 +302,55 @@ def test_memory_grows_with_paths_not_calls(runner):
         nodes[n] = (count_nodes(load_profile(out)), len(table.rows))
     assert nodes[200_000] == nodes[2_000_000], nodes
     assert nodes[200_000][0] == 2
+
+
+# Peak RSS of one child command, measured from a fresh Python whose only child it is.
+MAXRSS = """
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:])
+print("maxrss", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True)
+sys.exit(r.returncode)
+"""
+
+
+def peak_rss(runner, args, env=None):
+    res = runner.run([PYTHON, "-c", MAXRSS, *map(str, args)], env=env)
+    assert res.returncode == 0, res.describe()
+    return res, int(re.search(r"^maxrss (\d+)$", res.stdout, re.M).group(1)) * 1024
+
+
+@pytest.mark.skipif(SANITIZED, reason="ASan's quarantine and redzones change what RSS measures")
+def test_writing_results_costs_little_memory(runner):
+    """Writing the results streams every file: the peak RSS at exit is the call tree
+    plus a little per node, not 3-4 times the tree (200,000 nodes cost 590 bytes a
+    node more at exit before; now about 140, the text table's compact grid)."""
+    nf, ng = 200, 1000
+    runner.write("bigmod.py", "\n".join(
+        [f"def g{j}(): pass" for j in range(ng)]
+        + ["gs = [" + ", ".join(f"g{j}" for j in range(ng)) + "]"]
+        + [f"def f{i}():\n    for g in gs: g()" for i in range(nf)]
+        + ["fs = [" + ", ".join(f"f{i}" for i in range(nf)) + "]"]) + "\n")
+    runner.write("big.py", """
+        import atexit
+        import bigmod
+
+        for f in bigmod.fs:
+            f()
+
+        def hwm():  # runs before strata writes (strata's handler was registered first)
+            for ln in open("/proc/self/status"):
+                if ln.startswith("VmHWM"):
+                    print("hwm", int(ln.split()[1]) * 1024, flush=True)
+
+        atexit.register(hwm)
+    """)
+    res, peak = peak_rss(runner, [STRATA_BIN, "python", "-o", "big", "--", "big.py"],
+                         env={"STRATA_PRINT_TABLES": "OFF"})
+    before = int(re.search(r"^hwm (\d+)$", res.stdout, re.M).group(1))
+    nodes = count_nodes(load_profile(runner.dir / "big"))
+    assert nodes >= nf + nf * ng, nodes
+    per_node = (peak - before) / nodes
+    assert per_node < 300, f"writing the results cost {per_node:.0f} bytes a node"
 
 
 def test_fork_profile_is_the_parents(runner):

@@ -164,8 +164,52 @@ def test_pstats_loads_with_cprofile_keys(env, result, prof):
     theirs = short(pstats.Stats(str(cp)).stats)
     assert short(stats) == theirs - {k for k in theirs if k[2] == "<module>"}
     assert {k for k in pstats.Stats(str(cp)).stats if k[0] == "~"} >= {
-        k for k in stats if k[0] == "~"}
+        k for k in stats if k[0] == "~" and not k[2].startswith("<thread ")}
     st.sort_stats("cumulative").print_stats(0)  # renders without error
+
+
+def test_pstats_one_root_per_thread(env):
+    """Calls made at import time (module-level code is filtered out as `<module>`)
+    hang under one root per thread, as in cProfile's files, not as many roots."""
+    (env.root / "roots.py").write_text(textwrap.dedent("""
+        import threading
+        def a(): pass
+        def b(): a()
+        def main(): b()
+        a(); b(); a()
+        t = threading.Thread(target=main, name="worker"); t.start(); t.join()
+        main()
+    """))
+    r = env.strata("python", "-o", "roots", "--", "roots.py")
+    assert r.returncode == 0, r.describe()
+    out = env.root / "roots.prof"
+    report(env, env.root / "roots", "--format", "pstats", "-o", out)
+    stats = pstats.Stats(str(out)).stats
+    roots = [k for k, v in stats.items() if not v[4]]
+    assert sorted(roots) == [("~", 0, "<thread 0 (MainThread)>"), ("~", 0, "<thread 1 (worker)>")]
+    main_root = stats[("~", 0, "<thread 0 (MainThread)>")]
+    assert main_root[:2] == (1, 1)
+    # the root's cumulative time is what its thread's top-level calls took
+    top = [v[4][("~", 0, "<thread 0 (MainThread)>")] for v in stats.values()
+           if ("~", 0, "<thread 0 (MainThread)>") in v[4]]
+    assert abs(main_root[3] - sum(e[3] for e in top)) < 1e-9
+    a = fn_key(stats, "a")
+    assert stats[a][4][("~", 0, "<thread 0 (MainThread)>")][:2] == (2, 2)  # a() twice at the top
+    doc = json.loads(report(env, env.root / "roots", "--format", "speedscope", "-o", "-").stdout)
+    frames = doc["shared"]["frames"]
+    for prof in doc["profiles"]:
+        ev = prof["events"]
+        assert frames[ev[0]["frame"]]["name"] == prof["name"] and ev[0]["type"] == "O"
+        assert ev[-1] == {"type": "C", "frame": ev[0]["frame"], "at": prof["endValue"]}
+        depth = 0
+        for e in ev[1:-1]:
+            depth += 1 if e["type"] == "O" else -1
+            assert depth >= 0  # nothing closes the root early: one root
+    assert sorted(p["name"] for p in doc["profiles"]) == ["thread 0 (MainThread)",
+                                                          "thread 1 (worker)"]
+    folded = report(env, env.root / "roots", "--format", "folded", "-o", "-").stdout
+    bottoms = {ln.split(";")[0] for ln in folded.splitlines()}
+    assert bottoms == {"thread 0 (MainThread)", "thread 1 (worker)"}
 
 
 def test_gprof2dot_reads_pstats(env, prof):
@@ -250,6 +294,30 @@ def test_png_without_graphviz_is_a_clear_error(env, result):
     assert not out.exists() and not list(env.root.glob(".never.png*"))
 
 
+def test_one_failing_format_never_stops_the_others(env, result):
+    """report and merge into a folder: Graphviz's dot fails on png (the first of the
+    formats asked for in file order), the formats after it are written all the same,
+    each file written is listed, and the failure is one `strata: error:` line."""
+    bin_dir = env.root / "brokendot"
+    bin_dir.mkdir(exist_ok=True)
+    dot = bin_dir / "dot"
+    dot.write_text("#!/bin/sh\necho 'dot: out of order' >&2\nexit 1\n")
+    dot.chmod(0o755)
+    path = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    for cmd, out, fmts, want in (
+            ("report", env.root / "partly", "png,folded,callgrind",
+             ["callgrind.out", "profile.folded"]),
+            ("merge", env.root / "partly-merged", "json,svg,html",
+             ["profile.json", "report.html"])):
+        r = env.strata(cmd, "--format", fmts, "-o", out, result, env=path)
+        assert r.returncode == 2, r.describe()
+        assert sorted(os.listdir(out)) == want, (cmd, os.listdir(out))
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("strata: error: ")]
+        assert len(errors) == 1 and "dot: out of order" in errors[0], r.stderr
+        for name in want:
+            assert f"{out / name}\n" in r.stderr, r.stderr
+
+
 # ---------------------------------------------------------------------------- flame formats
 
 
@@ -258,9 +326,11 @@ def test_folded_stacks(env, result):
     lines = text.splitlines()
     assert lines and all(re.fullmatch(r"[^;\n]+(;[^;\n]+)* \d+", ln) for ln in lines), lines[:5]
     stacks = {ln.rsplit(" ", 1)[0]: int(ln.rsplit(" ", 1)[1]) for ln in lines}
-    assert "main;work;<built-in method time.sleep>" in stacks
-    assert stacks["main;work;<built-in method time.sleep>"] >= 30_000_000  # ns
-    assert any(s.startswith("main;work;fib;fib;fib") for s in stacks)
+    top = "thread 0 (MainThread);"  # the bottom frame names the thread
+    assert all(s.startswith(top) for s in stacks)
+    assert top + "main;work;<built-in method time.sleep>" in stacks
+    assert stacks[top + "main;work;<built-in method time.sleep>"] >= 30_000_000  # ns
+    assert any(s.startswith(top + "main;work;fib;fib;fib") for s in stacks)
     data = json.loads((result / "profile.json").read_text())
     total = data["threads"][0]["nodes"][0]["wall_clock"]["sum"]
     assert abs(sum(stacks.values()) - total) <= len(stacks)  # self times add up to the run
@@ -397,6 +467,7 @@ def test_html_in_headless_chromium(env, result, hostile, which):
     assert attrs.get("data-errors") == "", attrs
     assert attrs.get("data-selftest", "").startswith("zoomed:"), attrs  # a click zooms
     assert int(attrs["data-frames"]) >= 3 and int(attrs["data-rows"]) >= 1
+    assert attrs.get("data-root") == "thread 0 (MainThread)", attrs  # one root, the thread
     console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert not [ln for ln in console if "rror" in ln or "Uncaught" in ln], console
     if which == "plain":
@@ -470,3 +541,165 @@ def test_bad_inputs(env, result):
     assert "cannot write" in bad(env, "report", "--format", "json", "-o",
                                  env.root / "nope" / "x.json", result)
     assert not (env.root / "nope").exists()
+
+
+# ---------------------------------------------------------------------------- what is written over
+
+
+def test_report_never_replaces_a_file_without_force(env, result):
+    out = env.root / "kept.prof"
+    out.write_text("mine")
+    err = bad(env, "report", "--format", "pstats", "-o", out, result)
+    assert "already exists" in err and "--force" in err
+    assert out.read_text() == "mine" and not list(env.root.glob(".kept.prof*"))
+    report(env, result, "--format", "pstats", "-o", out, "--force")
+    assert pstats.Stats(str(out)).stats
+    # into a folder: every name is checked first, so nothing at all is written
+    folder = env.root / "several"
+    folder.mkdir()
+    (folder / "profile.folded").write_text("mine")
+    err = bad(env, "report", "--format", "pstats,folded", "-o", folder, result)
+    assert "profile.folded' already exists" in err
+    assert sorted(os.listdir(folder)) == ["profile.folded"]
+    report(env, result, "--format", "pstats,folded", "-o", folder, "--force")
+    assert sorted(os.listdir(folder)) == ["profile.folded", "profile.prof"]
+
+
+def test_report_never_writes_over_its_input(env, result):
+    before = (result / "profile.json").read_bytes()
+    for args in (["--format", "json"], ["--format", "json", "--force"],
+                 ["--format", "json", "-o", result / "profile.json", "--force"],
+                 ["--format", "json,text", "-o", result, "--force"]):
+        err = bad(env, "report", *args, result)
+        assert "is an input" in err, args
+    link = env.root / "link.json"
+    link.symlink_to(result / "profile.json")
+    assert "is an input" in bad(env, "report", "--format", "json", "-o", link, "--force",
+                                result / "profile.json")
+    assert (result / "profile.json").read_bytes() == before
+
+
+def test_merge_never_writes_over_its_inputs(env, result):
+    before = (result / "profile.json").read_bytes()
+    assert "is an input" in bad(env, "merge", "-o", result, "--force", result)
+    assert (result / "profile.json").read_bytes() == before
+    r = env.strata("merge", "-o", "merged", result)
+    assert r.returncode == 0, r.describe()
+    assert "already exists" in bad(env, "merge", "-o", "merged", result)
+    r = env.strata("merge", "--force", "-o", "merged", result)
+    assert r.returncode == 0, r.describe()
+
+
+def test_report_refuses_a_fifo(env):
+    fifo = env.root / "pipe.json"
+    os.mkfifo(fifo)
+    r = env.strata("report", fifo, timeout=20)  # it used to wait for a writer forever
+    assert r.returncode == 2, r.describe()
+    assert r.stderr == f"strata: error: cannot read '{fifo}': not a regular file\n"
+    assert "not a regular file" in bad(env, "merge", "-o", "m", fifo)
+    assert "not a regular file" in bad(env, "report", "/dev/zero")
+
+
+def test_titles_name_the_module_of_a_dash_m_run(env, result):
+    pkg = env.root / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tool.py").write_text("def f():\n    return 1\nf()\n")
+    r = env.strata("python", "-o", "dashm", "-m", "mypkg.tool", "arg",
+                   env={"STRATA_OUTPUT_FORMATS": "json,speedscope,html"})
+    assert r.returncode == 0, r.describe()
+    assert json.loads((env.root / "dashm" / "profile.speedscope.json").read_text())["name"] \
+        == "mypkg.tool"
+    assert "<title>mypkg.tool - strata</title>" in (env.root / "dashm" / "report.html").read_text()
+    doc = json.loads(report(env, env.root / "dashm", "--format", "speedscope", "-o", "-").stdout)
+    assert doc["name"] == "mypkg.tool"
+    r = env.strata("python", "-o", "dashm2", "--", "-m", "mypkg.tool")
+    assert r.returncode == 0, r.describe()
+    doc = json.loads(report(env, env.root / "dashm2", "--format", "speedscope", "-o", "-").stdout)
+    assert doc["name"] == "mypkg.tool"
+    # a script with arguments is named by the script, not its last argument (nor
+    # by the file of -s)
+    (env.root / "setup_x.py").write_text("")
+    r = env.strata("python", "-s", "setup_x.py", "-o", "scriptargs", "prog.py", "x", "y")
+    assert r.returncode == 0, r.describe()
+    doc = json.loads(report(env, env.root / "scriptargs", "--format", "speedscope",
+                            "-o", "-").stdout)
+    assert doc["name"] == "prog.py"
+
+
+# ---------------------------------------------------------------------------- deep recursion
+
+MAXRSS = """
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:])
+sys.stderr.write("maxrss %d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(r.returncode)
+"""
+
+
+def deep_profile(env, result, depth):
+    """profile.json of a recursion `depth` calls deep, each level with 1 us of its own."""
+    data = json.loads((result / "profile.json").read_text())
+    fib = next(n["function"] for n in data["threads"][0]["nodes"] if n["label"] == "fib")
+    nodes = []
+    for i in range(depth):
+        t = (depth - i) * 1000
+        nodes.append({"id": i + 1, "parent": i if i else -1, "depth": i, "label": "fib",
+                      "function": fib, "count": 1,
+                      "wall_clock": {"sum": t, "self": 1000, "min": t, "max": t, "mean": t,
+                                     "var": 0}})
+    data["threads"] = [{"index": 0, "tid": 1, "name": "MainThread", "dropped_calls": 0,
+                        "nodes": nodes}]
+    path = env.root / f"deep{depth}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["folded", "speedscope", "pstats", "callgrind", "html", "json",
+                                 "dot", "text"])
+def test_deep_recursion_stays_linear(env, result, fmt):
+    """Every writer's time, memory and output grow with the profile's nodes: a
+    30,000-deep recursion made 900 MB of folded stacks (927 MB of memory)."""
+    sizes, peaks = {}, {}
+    for depth in (10_000, 30_000):
+        src = deep_profile(env, result, depth)
+        out = env.root / f"deep-out{depth}.{fmt}"
+        r = env.run(PYTHON, "-c", MAXRSS, STRATA, "report", "--format", fmt, "-o", out, src)
+        assert r.returncode == 0, r.describe()
+        peaks[depth] = int(re.search(r"maxrss (\d+)", r.stderr).group(1)) * 1024
+        sizes[depth] = out.stat().st_size
+    assert sizes[30_000] < 4 * sizes[10_000] + 100_000, sizes  # linear, not quadratic
+    assert sizes[30_000] < 30_000 * 400, sizes
+    assert peaks[30_000] < 120 << 20, peaks
+    if fmt == "folded":
+        lines = (env.root / "deep-out30000.folded").read_text().splitlines()
+        assert len(lines) == 257  # 256 frames deep, then the rest summed on one line
+        frames, value = lines[-1].rsplit(" ", 1)
+        assert frames.split(";")[0] == "thread 0 (MainThread)"
+        assert frames.endswith(";fib;[deeper calls]") and frames.count(";fib") == 256
+        assert int(value) == (30_000 - 256) * 1000
+        assert sum(int(ln.rsplit(" ", 1)[1]) for ln in lines) == 30_000 * 1000
+
+
+def test_deep_recursion_at_the_end_of_a_run(env):
+    """The issue's case: a 30,000-deep recursion took 927 MB at exit and wrote 900 MB
+    of folded stacks."""
+    (env.root / "deep.py").write_text(textwrap.dedent("""
+        import sys
+        sys.setrecursionlimit(40_000)
+
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+
+        down(30_000)
+    """))
+    r = env.run(PYTHON, "-c", MAXRSS, STRATA, "python", "-o", "deeprun", "--", "deep.py",
+                env={"STRATA_OUTPUT_FORMATS": "text,json,folded,speedscope,pstats,html",
+                     "STRATA_PRINT_TABLES": "OFF"})
+    assert r.returncode == 0, r.describe()
+    peak = int(re.search(r"maxrss (\d+)", r.stderr).group(1)) * 1024
+    folded = env.root / "deeprun" / "profile.folded"
+    assert folded.stat().st_size < 2 << 20, folded.stat().st_size
+    assert peak < 200 << 20, peak
+    data = json.loads((env.root / "deeprun" / "profile.json").read_text())
+    assert max(n["depth"] for n in data["threads"][0]["nodes"]) >= 30_000

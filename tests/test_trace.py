@@ -495,7 +495,7 @@ def test_sampling_without_trace_or_profile(runner):
     ("STRATA_TRACE_FILL_POLICY", "spill", "discard,flush"),
     ("STRATA_TRACE_BUFFER_SIZE", "lots", "MiB"),
     ("STRATA_TRACE_FORMAT", "json", "perfetto,chrome"),
-    ("STRATA_PROCESS_SAMPLING_FREQ", "0", "above 0"),
+    ("STRATA_PROCESS_SAMPLING_FREQ", "0", "from 0.001 to 10000"),
     ("STRATA_TRACE_MAX_DEPTH", "600", "from 1 to 512"),
 ])
 def test_bad_trace_settings(runner, name, value, want):

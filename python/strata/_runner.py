@@ -11,6 +11,7 @@ import os
 import sys
 import threading  # noqa: F401  (imported before profiling starts)
 import types
+from _frozen_importlib_external import SourceFileLoader as _SourceFileLoader
 
 from . import _strata
 from .profiler import noprofile, profile
@@ -52,7 +53,8 @@ def _start():
 
 
 def _strip(tb):
-    """The traceback without strata's own frames (and runpy's, for -m)."""
+    """The traceback without strata's own frames (the target's frames are cut off
+    them: run_main)."""
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         if filename.startswith(_HERE + os.sep):
@@ -62,13 +64,38 @@ def _strip(tb):
     return tb
 
 
-def _run_setup(path):
-    with open(path, "rb") as f:
-        code = compile(f.read(), path, "exec")
-    exec(code, {"__name__": "__strata_setup__", "__file__": path, "__builtins__": builtins})
+class _SetupError(Exception):
+    """The setup file cannot be run (a usage error)."""
+
+
+def _read_setup(path):
+    """The setup file's code; a file that cannot be read or compiled is a usage
+    error, found before anything runs or is written."""
+    try:
+        with open(path, "rb") as f:
+            return compile(f.read(), path, "exec")
+    except OSError as e:
+        raise _SetupError(f"cannot read setup file '{path}': {e.strerror}") from None
+    except (SyntaxError, ValueError) as e:
+        where = f" line {e.lineno}" if getattr(e, "lineno", None) else ""
+        msg = getattr(e, "msg", None) or str(e)
+        raise _SetupError(f"setup file '{path}'{where}: {type(e).__name__}: {msg}") from None
+
+
+def _main_module():
+    """A fresh __main__, with the names plain python gives one, in its order."""
+    module = types.ModuleType("__main__")
+    module.__dict__["__annotations__"] = {}
+    module.__dict__["__builtins__"] = builtins
+    return module
 
 
 def main(argv):
+    """Runs `strata python` / `python -m strata` with argv, the words after it.
+
+    The caller has taken the slot python gives the target at sys.path[0] off the
+    path (unless -P or PYTHONSAFEPATH: then there is none); it is put back here, as
+    plain python would fill it for the target."""
     global _interrupted
     try:
         parsed = _strata.parse_cli(list(argv))
@@ -77,16 +104,19 @@ def main(argv):
     if parsed is None:  # --help
         return 0
     target, args = parsed["target"], parsed["args"]
+    safe_path = sys.flags.safe_path
 
     if parsed["is_module"]:
         # Found (and its parent packages imported) before profiling starts, as
         # `python -m` does before running the module.
+        if not safe_path:
+            sys.path.insert(0, os.getcwd())
         import runpy
-        sys.path[0] = os.getcwd()
         try:
-            _, spec, code = runpy._get_module_details(target)
+            details = runpy._get_module_details(target)
         except Exception as e:  # runpy's ImportError, or a parent package failing
             return _error(f"cannot run module '{target}': {e}")
+        spec = details[1]
         name = target.rsplit(".", 1)[-1]
     else:
         name = os.path.splitext(os.path.basename(target))[0] or "script"
@@ -99,8 +129,15 @@ def main(argv):
             code = compile(source, filename, "exec")
         except OSError as e:
             return _error(f"cannot read script '{target}': {e.strerror}")
-        except SyntaxError:
+        except (SyntaxError, ValueError):
             code = None  # let Python report it as it would, below
+        if not safe_path:
+            sys.path.insert(0, os.path.dirname(os.path.realpath(target)))
+
+    try:
+        setup = _read_setup(parsed["setup"]) if parsed["setup"] else None
+    except _SetupError as e:
+        return _error(e)
 
     try:
         _strata.begin(name, ["strata", "python"] + list(argv))
@@ -114,26 +151,41 @@ def main(argv):
     builtins.profile = profile
     builtins.noprofile = noprofile
 
-    if parsed["setup"]:
-        _run_setup(parsed["setup"])
-
-    main_module = types.ModuleType("__main__")
-    main_module.__dict__["__builtins__"] = builtins
-    sys.modules["__main__"] = main_module
+    main_module = _main_module()
     try:
+        if setup is not None:
+            exec(setup, {"__name__": "__strata_setup__", "__file__": parsed["setup"],
+                         "__builtins__": builtins})
+        sys.modules["__main__"] = main_module
         if parsed["is_module"]:
+            import runpy
             sys.argv = [spec.origin] + args
+            # runpy runs the module, its frames under the module's as under
+            # `python -m`; what it would look up again (and the finders it would
+            # run, profiled) is what was found above: its lookup gives that back
+            # once, and is itself again.
+            found = runpy._get_module_details
+
+            def found_already(mod_name, error=ImportError):
+                runpy._get_module_details = found
+                return details
+
+            runpy._get_module_details = found_already
             _start()
-            runpy._run_code(code, main_module.__dict__, None, "__main__", spec)
+            try:
+                _strata.run_main(runpy._run_module_as_main, target)
+            finally:
+                if runpy._get_module_details is found_already:
+                    runpy._get_module_details = found
         else:
             main_module.__file__ = filename
             main_module.__cached__ = None
+            main_module.__loader__ = _SourceFileLoader("__main__", filename)
             sys.argv = [target] + args
-            sys.path[0] = os.path.dirname(os.path.realpath(target))
             if code is None:
                 code = compile(source, filename, "exec")  # raises the SyntaxError
             _start()
-            exec(code, main_module.__dict__)
+            _strata.run_main(code, main_module.__dict__)
     except _CannotStart as e:
         return _error(e)
     except SystemExit:

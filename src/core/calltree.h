@@ -57,6 +57,9 @@ typedef struct {
 } st_accum_t;
 
 #define ST_BATCH 64
+/* The largest count or time sum a profile holds: profile.json writes integers
+ * exactly up to it and its reader takes them back; merging saturates there. */
+#define ST_COUNT_MAX ((uint64_t)INT64_MAX)
 #define ST_MAX_TICKS (((uint64_t)1 << 57) - 1)
 
 typedef struct {

@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "core/strbuf.h"
+
 const char *st_strerror(int err)
 {
     switch (err) {
@@ -20,10 +22,14 @@ const char *st_strerror(int err)
 int st_msg_set(st_msg_t *msg, int err, const char *fmt, ...)
 {
     if (msg) {
+        /* messages quote what the user gave (names, values, file lines): escape
+         * what would reach the terminal raw or break the one line */
+        char raw[sizeof msg->text];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        st_text_printable(msg->text, sizeof msg->text, raw);
     }
     return err;
 }

@@ -28,7 +28,9 @@ typedef struct {
 const char *st_strerror(int err);
 
 /* Formats msg (printf-style) and returns err, so that a failing path reads
- * `return st_msg_set(msg, ST_EINVAL, "bad value '%s'", v);`. msg may be NULL. */
+ * `return st_msg_set(msg, ST_EINVAL, "bad value '%s'", v);`. msg may be NULL.
+ * Control characters and bytes that are not UTF-8 come out escaped
+ * (st_strbuf_printable), so the message is always one printable line. */
 int st_msg_set(st_msg_t *msg, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

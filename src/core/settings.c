@@ -11,6 +11,8 @@
 
 #include "core/components.h"
 #include "core/filter.h"
+#include "core/fsutil.h"
+#include "core/number.h"
 
 /* The registry. Keep it in the order of st_setting_id_t. */
 static const st_setting_def_t defs[ST_NSETTINGS] = {
@@ -108,8 +110,8 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                                    NULL, NULL, 0, 1},
     [ST_S_PROCESS_SAMPLING_FREQ] = {"process_sampling_freq", "STRATA_PROCESS_SAMPLING_FREQ",
                                     ST_TYPE_FLOAT, "50", "sampling",
-                                    "Samples per second of the process sampler", NULL, NULL, 0,
-                                    10000},
+                                    "Samples per second of the process sampler (0.001 to 10000)",
+                                    NULL, NULL, 0, 0, 0.001, 10000},
     [ST_S_OUTPUT_FORMATS] = {"output_formats", "STRATA_OUTPUT_FORMATS", ST_TYPE_LIST,
                              "text,json", "output",
                              "Formats written into the results folder when the program ends "
@@ -252,13 +254,15 @@ static int parse_bool(const char *t, int64_t *out)
  * KiB/MiB/GiB and the bare K/M/G 1024-based. */
 static int parse_size(const char *t, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    double x = strtod(t, &end);
-    if (errno || end == t || x < 0)
+    double x;
+    const char *end;
+    if (st_num_scan(t, &x, &end) < 0 || x < 0)
         return -1;
     while (*end == ' ')
         end++;
+    size_t ulen = strlen(end);
+    while (ulen && (end[ulen - 1] == ' ' || end[ulen - 1] == '\t'))
+        ulen--;
     static const struct {
         const char *unit;
         double mult;
@@ -268,9 +272,9 @@ static int parse_size(const char *t, uint64_t *out)
         {"g", 1073741824.0}, {"gb", 1e9},      {"gib", 1073741824.0},
     };
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcasecmp(end, units[i].unit) == 0) {
+        if (strlen(units[i].unit) == ulen && strncasecmp(end, units[i].unit, ulen) == 0) {
             double bytes = x * units[i].mult;
-            if (bytes > 9.0e18)
+            if (!(bytes <= 9.0e18))
                 return -1;
             *out = (uint64_t)bytes;
             return 0;
@@ -372,19 +376,8 @@ int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_s
         break;
     }
     case ST_TYPE_INT: {
-        char *end;
-        errno = 0;
-        long long n = strtoll(text, &end, 10);
-        /* A decimal multiple: 500k, 2M, 1G. */
-        long long mult = *end == 'k' || *end == 'K' ? 1000LL
-                         : *end == 'M'              ? 1000000LL
-                         : *end == 'G'              ? 1000000000LL
-                                                    : 1;
-        if (mult > 1 && end[1] == '\0' && end != text) {
-            end++;
-            n = n > LLONG_MAX / mult || n < LLONG_MIN / mult ? LLONG_MAX : n * mult;
-        }
-        if (errno || end == text || *end || n < d->min || n > d->max)
+        int64_t n;
+        if (st_num_int(text, d->min, d->max, &n) < 0)
             return st_msg_set(msg, ST_EINVAL,
                               "%s: '%s' is not a whole number from %lld to %lld (k, M and G "
                               "suffixes allowed)",
@@ -403,13 +396,10 @@ int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_s
         break;
     }
     case ST_TYPE_FLOAT: {
-        char *end;
-        errno = 0;
-        double x = strtod(text, &end);
-        if (errno || end == text || *end || !(x > (double)d->min) || x > (double)d->max)
-            return st_msg_set(msg, ST_EINVAL,
-                              "%s: '%s' is not a number above %lld and at most %lld", d->env,
-                              text, (long long)d->min, (long long)d->max);
+        double x;
+        if (st_num_double(text, d->fmin, d->fmax, &x) < 0)
+            return st_msg_set(msg, ST_EINVAL, "%s: '%s' is not a number from %g to %g", d->env,
+                              text, d->fmin, d->fmax);
         v->f = x;
         break;
     }
@@ -485,43 +475,81 @@ static char *trim(char *p)
     return p;
 }
 
+/* Applies one line (NUL-terminated, without its newline). */
+static int load_line(st_settings_t *s, const char *path, int lineno, char *line, st_warn_fn warn,
+                     st_msg_t *msg)
+{
+    char *p = trim(line);
+    if (*p == '\0' || *p == '#')
+        return 0;
+    char *eq = strchr(p, '=');
+    if (!eq)
+        return st_msg_set(msg, ST_EINVAL, "%s:%d: expected 'NAME = value', got '%.200s'", path,
+                          lineno, p);
+    *eq = '\0';
+    char *name = trim(p), *value = trim(eq + 1);
+    int id = st_setting_find(name);
+    if (id < 0) {
+        if (warn) {
+            char raw[512], text[1024];
+            snprintf(raw, sizeof raw, "%s:%d: unknown setting '%.200s' (did you mean %s?)", path,
+                     lineno, name, st_setting_closest(name));
+            warn(st_text_printable(text, sizeof text, raw));
+        }
+        return 0;
+    }
+    st_msg_t inner;
+    if (st_settings_set(s, (st_setting_id_t)id, value, ST_SRC_FILE, &inner) < 0)
+        return st_msg_set(msg, ST_EINVAL, "%s:%d: %s", path, lineno, inner.text);
+    return 0;
+}
+
 int st_settings_load_file(st_settings_t *s, const char *path, st_warn_fn warn, st_msg_t *msg)
 {
-    FILE *f = fopen(path, "r");
+    size_t size;
+    st_msg_t why;
+    FILE *f = st_fs_open_regular(path, NULL, &size, &why);
     if (!f)
-        return st_msg_set(msg, ST_EIO, "cannot read config file '%s': %s", path, strerror(errno));
-    char line[8192];
-    int lineno = 0, rc = 0;
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        lineno++;
-        char *p = trim(line);
-        if (*p == '\0' || *p == '#')
-            continue;
-        char *eq = strchr(p, '=');
-        if (!eq) {
-            rc = st_msg_set(msg, ST_EINVAL, "%s:%d: expected 'NAME = value', got '%s'", path,
-                            lineno, p);
-            break;
-        }
-        *eq = '\0';
-        char *name = trim(p), *value = trim(eq + 1);
-        int id = st_setting_find(name);
-        if (id < 0) {
-            if (warn) {
-                char text[512];
-                snprintf(text, sizeof text, "%s:%d: unknown setting '%s' (did you mean %s?)", path,
-                         lineno, name, st_setting_closest(name));
-                warn(text);
-            }
-            continue;
-        }
-        st_msg_t inner;
-        if (st_settings_set(s, (st_setting_id_t)id, value, ST_SRC_FILE, &inner) < 0)
-            rc = st_msg_set(msg, ST_EINVAL, "%s:%d: %s", path, lineno, inner.text);
+        return st_msg_set(msg, ST_EIO, "config file: %s", why.text);
+    if (size > (size_t)ST_SETTINGS_MAX_FILE) {
+        fclose(f);
+        return st_msg_set(msg, ST_EINVAL, "config file '%s' is larger than %ld bytes", path,
+                          ST_SETTINGS_MAX_FILE);
     }
-    if (rc == 0 && ferror(f))
-        rc = st_msg_set(msg, ST_EIO, "cannot read config file '%s'", path);
+    /* the whole file, bounded even if it grows while read */
+    char *buf = malloc((size_t)ST_SETTINGS_MAX_FILE + 2);
+    if (!buf) {
+        fclose(f);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
+    size_t len = fread(buf, 1, (size_t)ST_SETTINGS_MAX_FILE + 1, f);
+    int bad = ferror(f);
     fclose(f);
+    int rc = 0;
+    if (bad)
+        rc = st_msg_set(msg, ST_EIO, "cannot read config file '%s'", path);
+    else if (len > (size_t)ST_SETTINGS_MAX_FILE)
+        rc = st_msg_set(msg, ST_EINVAL, "config file '%s' is larger than %ld bytes", path,
+                        ST_SETTINGS_MAX_FILE);
+    buf[len] = '\0';
+    int lineno = 0;
+    for (size_t at = 0; rc == 0 && at < len;) {
+        lineno++;
+        char *line = buf + at;
+        char *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        if (memchr(line, '\0', n))
+            rc = st_msg_set(msg, ST_EINVAL, "%s:%d: a NUL byte: not a text file", path, lineno);
+        else if (n > ST_SETTINGS_MAX_LINE)
+            rc = st_msg_set(msg, ST_EINVAL, "%s:%d: a line longer than %d bytes", path, lineno,
+                            ST_SETTINGS_MAX_LINE);
+        if (rc < 0)
+            break;
+        line[n] = '\0';
+        rc = load_line(s, path, lineno, line, warn, msg);
+        at += n + 1;
+    }
+    free(buf);
     return rc;
 }
 
@@ -552,10 +580,10 @@ int st_settings_load_env(st_settings_t *s, char *const *envp, st_warn_fn warn, s
                 id = i;
         if (id < 0) {
             if (warn && !is_known_other(name, n)) {
-                char text[512];
-                snprintf(text, sizeof text, "unknown setting %s in the environment (did you mean %s?)",
+                char raw[512], text[1024];
+                snprintf(raw, sizeof raw, "unknown setting %s in the environment (did you mean %s?)",
                          name, st_setting_closest(name));
-                warn(text);
+                warn(st_text_printable(text, sizeof text, raw));
             }
             continue;
         }
@@ -604,21 +632,25 @@ static const char *env_lookup(char *const *envp, const char *name)
     return NULL;
 }
 
-int st_settings_load_sources(st_settings_t *s, const char *config, char *const *envp,
-                             st_warn_fn warn, st_msg_t *msg)
+const char *st_settings_config_path(const char *config, char *const *envp, char *buf,
+                                    size_t size)
 {
     if (!config)
         config = env_lookup(envp, "STRATA_CONFIG_FILE");
-    int rc = 0;
-    if (config && *config) {
-        rc = st_settings_load_file(s, config, warn, msg);
-    } else {
-        const char *home = env_lookup(envp, "HOME");
-        char path[4096];
-        struct stat st;
-        if (home && snprintf(path, sizeof path, "%s/.strata.cfg", home) < (int)sizeof path &&
-            stat(path, &st) == 0)
-            rc = st_settings_load_file(s, path, warn, msg);
-    }
+    if (config && *config)
+        return config;
+    const char *home = env_lookup(envp, "HOME");
+    struct stat st;
+    if (home && snprintf(buf, size, "%s/.strata.cfg", home) < (int)size && stat(buf, &st) == 0)
+        return buf;
+    return NULL;
+}
+
+int st_settings_load_sources(st_settings_t *s, const char *config, char *const *envp,
+                             st_warn_fn warn, st_msg_t *msg)
+{
+    char buf[4096];
+    const char *path = st_settings_config_path(config, envp, buf, sizeof buf);
+    int rc = path ? st_settings_load_file(s, path, warn, msg) : 0;
     return rc < 0 ? rc : st_settings_load_env(s, envp, warn, msg);
 }

@@ -60,7 +60,7 @@ typedef enum {
     ST_TYPE_REGEX_LIST,  /* space-separated regexes */
     ST_TYPE_CHOICE,      /* one word from `choices` */
     ST_TYPE_SIZE,        /* bytes, with an optional unit: 64MB, 512KiB, 1G */
-    ST_TYPE_FLOAT,       /* a decimal number */
+    ST_TYPE_FLOAT,       /* a decimal number (core/number.h), from fmin to fmax */
 } st_setting_type_t;
 
 typedef enum {
@@ -80,7 +80,8 @@ typedef struct {
     const char *description;
     const char *choices;     /* comma-separated, or NULL */
     const char *flags;       /* "--components", "-E, --function-exclude", or NULL */
-    int64_t min, max;        /* for ST_TYPE_INT, ST_TYPE_SIZE and ST_TYPE_FLOAT */
+    int64_t min, max;        /* for ST_TYPE_INT and ST_TYPE_SIZE */
+    double fmin, fmax;       /* for ST_TYPE_FLOAT (both included) */
 } st_setting_def_t;
 
 typedef struct {
@@ -115,8 +116,10 @@ void st_settings_free(st_settings_t *s);
 /* A deep copy of src into dst (dst uninitialised). */
 int st_settings_copy(st_settings_t *dst, const st_settings_t *src);
 
-/* Parses `text` for setting id and stores it (a list is replaced). On a bad value
- * returns ST_EINVAL and msg says which setting, the value and what is accepted. */
+/* Parses `text` for setting id and stores it (a list is replaced). Numbers go
+ * through core/number.h (spaces around them ignored, nan and inf refused, the
+ * range checked). On a bad value returns ST_EINVAL and msg says which setting,
+ * the value and what is accepted. */
 int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_source_t src,
                     st_msg_t *msg);
 
@@ -129,7 +132,12 @@ int st_settings_set_list(st_settings_t *s, st_setting_id_t id, char *const *item
                          st_source_t src, st_msg_t *msg);
 
 /* Reads `NAME = value` lines (# comments, blank lines) from path. Unknown names are
- * warned about through warn (may be NULL). */
+ * warned about through warn (may be NULL). A line longer than
+ * ST_SETTINGS_MAX_LINE bytes, a file larger than ST_SETTINGS_MAX_FILE bytes, a
+ * NUL byte or anything but a regular file (a FIFO, /dev/zero) is an error naming
+ * the file and line. */
+#define ST_SETTINGS_MAX_LINE 8191
+#define ST_SETTINGS_MAX_FILE ((long)1 << 20)
 typedef void (*st_warn_fn)(const char *text);
 int st_settings_load_file(st_settings_t *s, const char *path, st_warn_fn warn, st_msg_t *msg);
 
@@ -141,6 +149,11 @@ int st_settings_load_env(st_settings_t *s, char *const *envp, st_warn_fn warn, s
  * when it exists. */
 int st_settings_load_sources(st_settings_t *s, const char *config, char *const *envp,
                              st_warn_fn warn, st_msg_t *msg);
+
+/* The config file st_settings_load_sources reads (config, else STRATA_CONFIG_FILE,
+ * else ~/.strata.cfg when it exists, written into buf), or NULL. */
+const char *st_settings_config_path(const char *config, char *const *envp, char *buf,
+                                    size_t size);
 
 /* Getters. */
 static inline int st_settings_bool(const st_settings_t *s, st_setting_id_t id)

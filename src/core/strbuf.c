@@ -1,5 +1,6 @@
 #include "core/strbuf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,36 @@ void st_strbuf_free(st_strbuf_t *b)
 {
     free(b->data);
     st_strbuf_init(b);
+}
+
+/* Streaming: writes out the buffer once a chunk has gathered. */
+static void drain(st_strbuf_t *b, size_t at_least)
+{
+    if (!b->sink || b->len < at_least || b->failed)
+        return;
+    if (b->len && fwrite(b->data, 1, b->len, b->sink) != b->len) {
+        b->failed = 1;
+        b->sink_errno = errno ? errno : EIO;
+    }
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+void st_strbuf_stream(st_strbuf_t *b, FILE *f)
+{
+    b->sink = f;
+    drain(b, ST_STRBUF_CHUNK);
+}
+
+int st_strbuf_flush(st_strbuf_t *b)
+{
+    drain(b, 0);
+    if (b->sink && !b->failed && fflush(b->sink) != 0) {
+        b->failed = 1;
+        b->sink_errno = errno ? errno : EIO;
+    }
+    return b->failed ? -1 : 0;
 }
 
 void st_strbuf_reset(st_strbuf_t *b)
@@ -45,6 +76,7 @@ void st_strbuf_add(st_strbuf_t *b, const char *s, size_t n)
     memcpy(b->data + b->len, s, n);
     b->len += n;
     b->data[b->len] = '\0';
+    drain(b, ST_STRBUF_CHUNK);
 }
 
 void st_strbuf_puts(st_strbuf_t *b, const char *s) { st_strbuf_add(b, s, strlen(s)); }
@@ -58,6 +90,7 @@ void st_strbuf_fill(st_strbuf_t *b, char c, size_t n)
     memset(b->data + b->len, c, n);
     b->len += n;
     b->data[b->len] = '\0';
+    drain(b, ST_STRBUF_CHUNK);
 }
 
 void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap)
@@ -78,6 +111,7 @@ void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap)
     }
     if ((size_t)n < room) {
         b->len += (size_t)n;
+        drain(b, ST_STRBUF_CHUNK);
         return;
     }
     if (reserve(b, (size_t)n) < 0) {
@@ -87,6 +121,7 @@ void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap)
     }
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;
+    drain(b, ST_STRBUF_CHUNK);
 }
 
 void st_strbuf_printf(st_strbuf_t *b, const char *fmt, ...)
@@ -143,4 +178,80 @@ void st_strbuf_json_string(st_strbuf_t *b, const char *s)
         }
     }
     st_strbuf_putc(b, '"');
+}
+
+/* The escape of one control character c (C0, DEL or a C1 code point). */
+static void put_control(st_strbuf_t *b, unsigned c)
+{
+    switch (c) {
+    case '\n': st_strbuf_puts(b, "\\n"); break;
+    case '\t': st_strbuf_puts(b, "\\t"); break;
+    case '\r': st_strbuf_puts(b, "\\r"); break;
+    case 0x1B: st_strbuf_puts(b, "\\e"); break;
+    default:
+        if (c < 0x80)
+            st_strbuf_printf(b, "\\x%02x", c);
+        else
+            st_strbuf_printf(b, "\\u%04x", c);
+    }
+}
+
+void st_strbuf_printable(st_strbuf_t *b, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        /* the longest run of plain printable ASCII, in one append */
+        const unsigned char *q = p;
+        while (*q >= 0x20 && *q < 0x7F)
+            q++;
+        if (q > p) {
+            st_strbuf_add(b, (const char *)p, (size_t)(q - p));
+            p = q;
+            continue;
+        }
+        if (*p < 0x20 || *p == 0x7F) {
+            put_control(b, *p++);
+            continue;
+        }
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            st_strbuf_printf(b, "\\x%02x", *p++);
+        } else if (n == 2 && p[0] == 0xC2 && p[1] < 0xA0) {
+            put_control(b, p[1]); /* U+0080..U+009F: C1 controls (0x9B is CSI) */
+            p += 2;
+        } else {
+            st_strbuf_add(b, (const char *)p, n);
+            p += n;
+        }
+    }
+}
+
+char *st_text_printable(char *dst, size_t size, const char *s)
+{
+    if (!size)
+        return dst;
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_strbuf_printable(&b, s);
+    if (b.failed) {
+        /* out of memory: the crude way, byte by byte */
+        size_t i = 0;
+        for (; s[i] && i + 1 < size; i++)
+            dst[i] = (unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7F ? '?' : s[i];
+        dst[i] = '\0';
+        st_strbuf_free(&b);
+        return dst;
+    }
+    const char *t = st_strbuf_cstr(&b);
+    size_t n = strlen(t);
+    if (n >= size) {
+        n = size - 1;
+        /* never cut a UTF-8 sequence in half */
+        while (n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(dst, t, n);
+    dst[n] = '\0';
+    st_strbuf_free(&b);
+    return dst;
 }

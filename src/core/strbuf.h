@@ -1,18 +1,30 @@
 /* A growing byte buffer for building text (labels, tables, JSON).
  *
  * Appends never fail loudly: an allocation failure sets a sticky `failed` flag and
- * later appends do nothing, so a writer checks once at the end. Not thread-safe. */
+ * later appends do nothing, so a writer checks once at the end. Not thread-safe.
+ *
+ * A buffer can stream: with a `sink` (st_strbuf_stream), whatever is appended is
+ * written to that file whenever ST_STRBUF_CHUNK bytes have gathered, so a writer
+ * that only appends produces a file of any size in bounded memory. A failed write
+ * sets `failed` too, and `sink_errno` to the cause; st_strbuf_flush writes the
+ * rest. A streaming buffer's data holds only the unwritten tail: a writer never
+ * reads back what it appended. */
 #ifndef STRATA_CORE_STRBUF_H
 #define STRATA_CORE_STRBUF_H
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+
+#define ST_STRBUF_CHUNK ((size_t)64 << 10)
 
 typedef struct {
     char *data;    /* always NUL-terminated when len > 0 or after st_strbuf_cstr */
     size_t len;
     size_t cap;
-    int failed;    /* sticky: an allocation failed */
+    int failed;    /* sticky: an allocation (or, streaming, a write) failed */
+    FILE *sink;    /* streaming: where full chunks go (not owned), or NULL */
+    int sink_errno; /* streaming: errno of the failed write, 0 if none */
 } st_strbuf_t;
 
 void st_strbuf_init(st_strbuf_t *b);
@@ -25,10 +37,23 @@ void st_strbuf_fill(st_strbuf_t *b, char c, size_t n);
 void st_strbuf_printf(st_strbuf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap);
+/* Makes b stream into f (b empty or not: what it holds is written first). */
+void st_strbuf_stream(st_strbuf_t *b, FILE *f);
+/* Streaming: writes what b holds to its sink (and fflushes it). 0, or -1 when a
+ * write failed now or before (sink_errno says why, or 0 for an allocation). */
+int st_strbuf_flush(st_strbuf_t *b);
 /* The contents as a C string ("" when empty); owned by b. */
 const char *st_strbuf_cstr(st_strbuf_t *b);
 /* Appends s as a JSON string literal, quotes included, escaping everything JSON
  * requires and any byte that is not printable ASCII or valid UTF-8 (as \uFFFD). */
 void st_strbuf_json_string(st_strbuf_t *b, const char *s);
+/* Appends s for a terminal or a text file: printable ASCII and valid UTF-8 as
+ * they are; control characters (C0, DEL, and C1 such as U+009B) as \n, \t, \r,
+ * \e, \xNN or \u00NN; bytes that are not valid UTF-8 as \xNN. Nothing in the
+ * result can move the cursor, start an escape sequence or break a line. */
+void st_strbuf_printable(st_strbuf_t *b, const char *s);
+/* The same into a fixed buffer of size bytes (NUL-terminated, cut short if it must
+ * be). Returns dst. */
+char *st_text_printable(char *dst, size_t size, const char *s);
 
 #endif

@@ -91,19 +91,23 @@ void st_trace_free(st_trace_t *t)
 }
 
 /* The spill file, made on first use and unlinked at once, so that nothing is left
- * behind whatever happens; -1 if it cannot be made. */
-static int spill_fd(st_trace_shared_t *sh)
+ * behind whatever happens; -1 if it cannot be made, with the reason in *err. */
+static int spill_fd(st_trace_shared_t *sh, int *err)
 {
     int fd = atomic_load(&sh->spill_fd);
     if (fd >= 0)
         return fd;
     char path[PATH_MAX];
     if (!sh->spill_dir ||
-        snprintf(path, sizeof path, "%s/.trace-spill-XXXXXX", sh->spill_dir) >= (int)sizeof path)
+        snprintf(path, sizeof path, "%s/.trace-spill-XXXXXX", sh->spill_dir) >= (int)sizeof path) {
+        *err = ENAMETOOLONG;
         return -1;
+    }
     int made = mkstemp(path);
-    if (made < 0)
+    if (made < 0) {
+        *err = errno;
         return -1;
+    }
     unlink(path);
     int expected = -1;
     if (!atomic_compare_exchange_strong(&sh->spill_fd, &expected, made)) {
@@ -123,14 +127,16 @@ static int spill(st_trace_t *t)
     uint64_t n = (uint64_t)(t->cur - t->tail->ev);
     if (n == 0)
         return 0;
-    int fd = spill_fd(t->shared);
+    int fd = spill_fd(t->shared, &t->spill_errno);
     if (fd < 0)
         return -1;
     if (t->nextents == t->capextents) {
         uint32_t cap = t->capextents ? t->capextents * 2 : 4;
         st_trace_extent_t *x = realloc(t->extents, cap * sizeof *x);
-        if (!x)
+        if (!x) {
+            t->spill_errno = ENOMEM;
             return -1;
+        }
         t->extents = x;
         t->capextents = cap;
     }
@@ -142,8 +148,10 @@ static int spill(st_trace_t *t)
         ssize_t w = pwrite(fd, p + done, bytes - done, (off_t)(off + done));
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
+        if (w <= 0) {
+            t->spill_errno = w < 0 ? errno : EIO;
             return -1;
+        }
         done += (size_t)w;
     }
     st_trace_extent_t *last = t->nextents ? &t->extents[t->nextents - 1] : NULL;

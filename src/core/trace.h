@@ -92,6 +92,7 @@ typedef struct {
     uint64_t dropped;             /* calls not recorded: buffer full */
     uint64_t too_deep;            /* calls not recorded: deeper than max_depth */
     int failed;                   /* a spill write failed (then like discard) */
+    int spill_errno;              /* why it failed (errno; 0 in a forked child) */
     uint32_t index;               /* the thread's number, for the spill file name */
 } st_trace_t;
 

@@ -7,8 +7,35 @@
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
+/* a + b, held at ST_COUNT_MAX (and *sat set) rather than wrapped */
+static uint64_t sat_add(uint64_t a, uint64_t b, int *sat)
+{
+    if (a > ST_COUNT_MAX || b > ST_COUNT_MAX - a) {
+        *sat = 1;
+        return ST_COUNT_MAX;
+    }
+    return a + b;
+}
+
+/* ticks * k in ns, rounded, held at ST_COUNT_MAX */
+static uint64_t scale(uint64_t ticks, double k, int *sat)
+{
+    if (k == 1.0) { /* ns already (a loaded profile): exact, no detour through a double */
+        if (ticks > ST_COUNT_MAX)
+            *sat = 1;
+        return ticks > ST_COUNT_MAX ? ST_COUNT_MAX : ticks;
+    }
+    double ns = (double)ticks * k + 0.5;
+    if (!(ns < (double)ST_COUNT_MAX)) {
+        *sat = 1;
+        return ST_COUNT_MAX;
+    }
+    return (uint64_t)ns;
+}
+
 /* Adds src (ticks scaled by k[]) into dst, both fully folded Welford states. */
-static void node_add(st_node_t *dst, const st_node_t *src, const double *k, unsigned timers)
+static void node_add(st_node_t *dst, const st_node_t *src, const double *k, unsigned timers,
+                     int *sat)
 {
     uint64_t na = dst->count, nb = src->count;
     for (int i = 0; i < ST_NTIMERS; i++) {
@@ -20,27 +47,27 @@ static void node_add(st_node_t *dst, const st_node_t *src, const double *k, unsi
         st_accum_stats(src, i, &mb, &vb);
         mb *= k[i];
         double m2b = vb * k[i] * k[i] * (double)nb;
-        uint64_t sum = (uint64_t)((double)b->sum * k[i] + 0.5);
-        uint64_t self = (uint64_t)((double)b->self * k[i] + 0.5);
+        uint64_t sum = scale(b->sum, k[i], sat);
+        uint64_t self = scale(b->self, k[i], sat);
         if (nb) {
-            uint64_t mn = (uint64_t)((double)b->min * k[i] + 0.5);
-            uint64_t mx = (uint64_t)((double)b->max * k[i] + 0.5);
+            uint64_t mn = scale(b->min, k[i], sat);
+            uint64_t mx = scale(b->max, k[i], sat);
             if (mn < a->min)
                 a->min = mn;
             if (mx > a->max)
                 a->max = mx;
-            double N = (double)(na + nb);
+            double N = (double)na + (double)nb;
             double d = mb - a->mean;
             a->mean += d * (double)nb / N;
             a->m2 += m2b + d * d * (double)na * (double)nb / N;
         }
         /* saturate rather than wrap (sums read from files can be huge) */
-        a->sum = a->sum > UINT64_MAX - sum ? UINT64_MAX : a->sum + sum;
-        a->self = a->self > UINT64_MAX - self ? UINT64_MAX : a->self + self;
+        a->sum = sat_add(a->sum, sum, sat);
+        a->self = sat_add(a->self, self, sat);
         a->merged_sum = a->sum;
         a->batch_sq = 0;
     }
-    dst->count = na + nb;
+    dst->count = sat_add(na, nb, sat);
     dst->merged = dst->count;
 }
 
@@ -101,7 +128,7 @@ static int sort_threads(st_profile_t *p)
 
 static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_thread_t *th,
                         remap_t *rm, unsigned timers, int flags, uint32_t *contrib,
-                        uint32_t weight)
+                        uint32_t weight, int *sat)
 {
     int has_rank = th->has_rank && !(flags & ST_MERGE_SUM_RANKS);
     uint32_t rank = has_rank ? th->rank : 0;
@@ -117,7 +144,7 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
     contrib[ti] += weight;
     st_calltree_t *dst = &out->trees[ti];
     const st_calltree_t *src = th->tree;
-    dst->dropped += src->dropped;
+    dst->dropped = sat_add(dst->dropped, src->dropped, sat);
     uint32_t *map = malloc((size_t)src->nnodes * sizeof *map);
     if (!map)
         return ST_ENOMEM;
@@ -162,7 +189,7 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
             }
             continue;
         }
-        node_add(&dst->nodes[c], n, k, timers);
+        node_add(&dst->nodes[c], n, k, timers, sat);
     }
     free(map);
     return rc;
@@ -216,7 +243,7 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
         om->start_ns = m->start_ns;
     if (m->end_ns > om->end_ns)
         om->end_ns = m->end_ns;
-    om->dropped += m->dropped;
+    om->dropped = sat_add(om->dropped, m->dropped, &mg->saturated);
     if (m->nruns > mg->maxruns_in)
         mg->maxruns_in = m->nruns;
     remap_t rm;
@@ -243,7 +270,7 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
             mg->capc = cap;
         }
         rc = merge_thread(out, m, &m->threads[t], &rm, timers, mg->flags, mg->contrib,
-                          m->nruns > 1 ? m->nruns : 1);
+                          m->nruns > 1 ? m->nruns : 1, &mg->saturated);
     }
 done:
     free(rm.labels);

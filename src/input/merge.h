@@ -12,7 +12,11 @@
  *
  * Labels and locations are matched by their text, so results from different
  * processes merge. Times are converted to nanoseconds. Inputs whose components
- * differ merge over the timers they all have. */
+ * differ merge over the timers they all have.
+ *
+ * Counts and time sums never wrap: a sum that would pass ST_COUNT_MAX (2^63 - 1,
+ * the largest integer profile.json holds) stays there, and the merger's
+ * `saturated` flag tells the caller to say so. */
 #ifndef STRATA_INPUT_MERGE_H
 #define STRATA_INPUT_MERGE_H
 
@@ -39,6 +43,7 @@ typedef struct {
     uint32_t *contrib;      /* per output thread: inputs summed into it */
     size_t capc;
     uint32_t maxruns_in;
+    int saturated;          /* 1: some count or sum was held at ST_COUNT_MAX */
 } st_merger_t;
 
 int st_merge_begin(st_merger_t *mg, st_profile_t *out, int flags);

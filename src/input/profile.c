@@ -1,5 +1,7 @@
 #include "input/profile.h"
 
+#include "core/fsutil.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -368,13 +370,13 @@ static int read_accum(reader_t *r, st_accum_t *a, double *mean, double *var)
         int rc;
         double d;
         if (strcmp(k, "sum") == 0)
-            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &a->sum);
+            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &a->sum);
         else if (strcmp(k, "self") == 0)
-            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &a->self);
+            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &a->self);
         else if (strcmp(k, "min") == 0)
-            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &a->min);
+            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &a->min);
         else if (strcmp(k, "max") == 0)
-            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &a->max);
+            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &a->max);
         else if (strcmp(k, "mean") == 0) {
             rc = st_jp_double(&r->jp, &d);
             if (rc == 0 && d < 0)
@@ -463,7 +465,7 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
                 rc = FAIL(r, "out of memory");
             have_label = 1;
         } else if (strcmp(k, "count") == 0) {
-            rc = st_jp_uint(&r->jp, UINT64_MAX / 2, &n.count);
+            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &n.count);
         } else if (strcmp(k, "function") == 0) {
             rc = st_jp_uint(&r->jp, UINT32_MAX - 1, &u);
             fn = (uint32_t)u;
@@ -794,20 +796,15 @@ static long rank_of_name(const char *path)
 int st_profile_load(st_profile_t *p, const char *path, st_msg_t *msg)
 {
     memset(p, 0, sizeof *p);
-    FILE *f = fopen(path, "rb");
+    size_t size;
+    FILE *f = st_fs_open_regular(path, NULL, &size, msg);
     if (!f)
-        return st_msg_set(msg, ST_EIO, "cannot read '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return st_msg_set(msg, ST_EIO, "cannot read '%s': not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > ST_PROFILE_MAX_BYTES) {
+        return ST_EIO;
+    if ((uint64_t)size > ST_PROFILE_MAX_BYTES) {
         fclose(f);
         return st_msg_set(msg, ST_EINVAL, "'%s' is larger than %zu GiB", path,
                           ST_PROFILE_MAX_BYTES >> 30);
     }
-    size_t size = (size_t)st.st_size;
     char *buf = malloc(size + 1);
     if (!buf) {
         fclose(f);

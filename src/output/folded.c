@@ -11,15 +11,34 @@ static void put_frame(st_strbuf_t *out, const char *s)
 {
     for (; *s; s++) {
         char c = *s;
-        st_strbuf_putc(out, c == ';' ? ':' : (unsigned char)c < 0x20 ? ' ' : c);
+        st_strbuf_putc(out, c == ';' ? ':' : (unsigned char)c < 0x20 || c == 0x7F ? ' ' : c);
     }
+}
+
+void st_thread_title(st_strbuf_t *out, const st_model_thread_t *th)
+{
+    if (th->has_rank)
+        st_strbuf_printf(out, "rank %u ", th->rank);
+    st_strbuf_printf(out, "thread %u", th->index);
+    if (th->name && *th->name)
+        st_strbuf_printf(out, " (%s)", th->name);
+}
+
+static void put_line(st_strbuf_t *out, const st_strbuf_t *path, double v)
+{
+    v = floor(v + 0.5);
+    if (v <= 0)
+        return;
+    st_strbuf_add(out, path->data, path->len);
+    st_strbuf_printf(out, " %.0f\n", v);
 }
 
 int st_folded_write(st_strbuf_t *out, const st_model_t *m)
 {
     int rc = 0;
-    st_strbuf_t path, name;
+    st_strbuf_t path, title, name;
     st_strbuf_init(&path);
+    st_strbuf_init(&title);
     st_strbuf_init(&name);
     for (size_t ti = 0; ti < m->nthreads && rc == 0; ti++) {
         const st_calltree_t *t = m->threads[ti].tree;
@@ -34,22 +53,28 @@ int st_folded_write(st_strbuf_t *out, const st_model_t *m)
             rc = ST_ENOMEM;
             break;
         }
+        /* the bottom frame names the thread (and rank) */
         st_strbuf_reset(&path);
+        st_strbuf_reset(&title);
+        st_thread_title(&title, &m->threads[ti]);
+        put_frame(&path, st_strbuf_cstr(&title));
         uint32_t n = t->nodes[0].first_child;
         while (n != ST_NODE_NONE) {
             const st_node_t *nd = &t->nodes[n];
             mark[n] = path.len;
-            if (nd->depth > 0)
-                st_strbuf_putc(&path, ';');
+            st_strbuf_putc(&path, ';');
             st_strbuf_reset(&name);
             st_name_unique(m, nd->label, &name);
             put_frame(&path, st_strbuf_cstr(&name));
-            double v = floor(self[n] + 0.5);
-            if (v > 0) {
-                st_strbuf_add(out, path.data, path.len);
-                st_strbuf_printf(out, " %.0f\n", v);
-            }
-            if (nd->first_child != ST_NODE_NONE) {
+            put_line(out, &path, self[n]);
+            if (nd->first_child != ST_NODE_NONE && nd->depth + 1 >= ST_FOLDED_MAX_DEPTH) {
+                /* deeper calls: summed into one line, so that the output stays
+                 * linear in the nodes however deep the recursion */
+                size_t at = path.len;
+                st_strbuf_puts(&path, ";[deeper calls]");
+                put_line(out, &path, incl[n] - self[n]);
+                path.len = at;
+            } else if (nd->first_child != ST_NODE_NONE) {
                 n = nd->first_child;
                 continue;
             }
@@ -70,9 +95,10 @@ int st_folded_write(st_strbuf_t *out, const st_model_t *m)
         free(incl);
         free(self);
     }
-    if (path.failed || name.failed)
+    if (path.failed || title.failed || name.failed)
         out->failed = 1;
     st_strbuf_free(&path);
+    st_strbuf_free(&title);
     st_strbuf_free(&name);
     return rc < 0 ? rc : out->failed ? ST_ENOMEM : 0;
 }

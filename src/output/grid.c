@@ -25,7 +25,7 @@ void st_grid_row(st_grid_t *g)
         return;
     if (g->nrows == g->caprows) {
         size_t cap = g->caprows ? g->caprows * 2 : 64;
-        char **cells = realloc(g->cells, cap * (size_t)g->ncols * sizeof *cells);
+        uint32_t *cells = realloc(g->cells, cap * (size_t)g->ncols * sizeof *cells);
         if (!cells) {
             g->failed = 1;
             return;
@@ -33,7 +33,8 @@ void st_grid_row(st_grid_t *g)
         g->cells = cells;
         g->caprows = cap;
     }
-    memset(g->cells + g->nrows * (size_t)g->ncols, 0, (size_t)g->ncols * sizeof *g->cells);
+    for (int c = 0; c < g->ncols; c++)
+        g->cells[g->nrows * (size_t)g->ncols + (size_t)c] = ST_GRID_EMPTY;
     g->nrows++;
 }
 
@@ -41,15 +42,27 @@ void st_grid_cell_str(st_grid_t *g, int col, const char *text)
 {
     if (g->failed || g->nrows == 0 || col < 0 || col >= g->ncols)
         return;
-    char *s = strdup(text);
-    if (!s) {
+    size_t at = g->text.len;
+    if (at >= ST_GRID_EMPTY) {
+        g->failed = 1; /* a table of 4 GiB of text */
+        return;
+    }
+    /* cells carry labels, which carry user data: escaped (the plain case copied) */
+    const unsigned char *p = (const unsigned char *)text;
+    while (*p >= 0x20 && *p < 0x7F)
+        p++;
+    if (*p)
+        st_strbuf_printable(&g->text, text);
+    else
+        st_strbuf_add(&g->text, text, (size_t)(p - (const unsigned char *)text));
+    size_t w = g->text.len - at + 2;
+    st_strbuf_putc(&g->text, '\0');
+    if (g->text.failed) {
         g->failed = 1;
         return;
     }
-    char **cell = &g->cells[(g->nrows - 1) * (size_t)g->ncols + (size_t)col];
-    free(*cell);
-    *cell = s;
-    size_t w = strlen(s) + 2;
+    /* a cell set twice keeps its last text (the first stays in the arena) */
+    g->cells[(g->nrows - 1) * (size_t)g->ncols + (size_t)col] = (uint32_t)at;
     if (w > g->cols[col].width)
         g->cols[col].width = w;
 }
@@ -64,9 +77,8 @@ void st_grid_cell(st_grid_t *g, int col, st_strbuf_t *text)
 
 void st_grid_free(st_grid_t *g)
 {
-    for (size_t i = 0; i < g->nrows * (size_t)g->ncols; i++)
-        free(g->cells[i]);
     free(g->cells);
+    st_strbuf_free(&g->text);
     memset(g, 0, sizeof *g);
 }
 
@@ -130,9 +142,8 @@ void st_grid_render(st_strbuf_t *out, const st_grid_t *g, const char *title)
     put_rule(out, g, '|');
     for (size_t r = 0; r < g->nrows; r++) {
         for (int c = 0; c < g->ncols; c++) {
-            const char *s = g->cells[r * (size_t)g->ncols + (size_t)c];
-            if (!s)
-                s = "";
+            uint32_t at = g->cells[r * (size_t)g->ncols + (size_t)c];
+            const char *s = at == ST_GRID_EMPTY ? "" : g->text.data + at;
             size_t pad = g->cols[c].width - 2 - strlen(s);
             st_strbuf_puts(out, "| ");
             if (g->cols[c].right)

@@ -4,12 +4,18 @@
  * timemory centres them (the seed's tables depend on it). Used by the profile
  * tables and by `strata avail`.
  *
+ * Memory: a row costs its cells' text plus 4 bytes a cell (the text is one
+ * arena, not a string per cell), so a table of a million rows stays a fraction
+ * of the call tree's size. Cells are escaped as they are set (st_strbuf_printable): a label's control
+ * characters or escape sequences never reach the terminal raw nor break a row.
+ *
  * Building never fails loudly: an allocation failure sets `failed`, and render()
  * then marks the output buffer failed instead of writing a partial table. */
 #ifndef STRATA_OUTPUT_GRID_H
 #define STRATA_OUTPUT_GRID_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/strbuf.h"
 
@@ -24,10 +30,13 @@ typedef struct {
 typedef struct {
     st_grid_col_t cols[ST_GRID_MAXCOLS];
     int ncols;
-    char **cells;        /* nrows * ncols strings, owned; NULL prints empty */
+    uint32_t *cells;     /* nrows * ncols offsets into text; ST_GRID_EMPTY prints empty */
     size_t nrows, caprows;
+    st_strbuf_t text;    /* every cell's text, NUL-terminated, one after another */
     int failed;
 } st_grid_t;
+
+#define ST_GRID_EMPTY UINT32_MAX
 
 void st_grid_init(st_grid_t *g);
 void st_grid_free(st_grid_t *g);

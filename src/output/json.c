@@ -12,6 +12,20 @@ static void put_time(st_strbuf_t *out, const char *key, double ns, int whole, in
                      isfinite(ns) ? ns : 0.0, comma ? ", " : "");
 }
 
+/* A time in whole ns, from ticks: an exact integer (no detour through a double
+ * when ticks are ns already), held at ST_COUNT_MAX, which the reader takes. */
+static void put_ns(st_strbuf_t *out, const char *key, uint64_t ticks, double k)
+{
+    uint64_t ns = ticks;
+    if (k != 1.0) {
+        double d = nearbyint((double)ticks * k);
+        ns = d >= 0 && d < (double)ST_COUNT_MAX ? (uint64_t)d : d > 0 ? ST_COUNT_MAX : 0;
+    }
+    if (ns > ST_COUNT_MAX)
+        ns = ST_COUNT_MAX;
+    st_strbuf_printf(out, "\"%s\": %llu, ", key, (unsigned long long)ns);
+}
+
 static void write_metadata(st_strbuf_t *out, const st_model_t *m)
 {
     st_strbuf_puts(out, "  \"metadata\": {\n    \"command\": [");
@@ -114,7 +128,8 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_
     uint32_t loc = st_loctab_of(m->locs, n->label);
     if (loc != ST_LOC_NONE)
         st_strbuf_printf(out, ", \"function\": %u", loc);
-    st_strbuf_printf(out, ", \"count\": %llu", (unsigned long long)n->count);
+    st_strbuf_printf(out, ", \"count\": %llu",
+                     (unsigned long long)(n->count > ST_COUNT_MAX ? ST_COUNT_MAX : n->count));
     for (int c = 0; c < ST_NCOMPONENTS; c++) {
         const st_component_info_t *info = st_component_info((st_component_t)c);
         if (!(m->components & (1u << c)) || info->timer < 0)
@@ -124,10 +139,10 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_
         st_strbuf_puts(out, ", ");
         st_strbuf_json_string(out, info->name);
         st_strbuf_puts(out, ": {");
-        put_time(out, "sum", (double)a->sum * k, 1, 1);
-        put_time(out, "self", (double)a->self * k, 1, 1);
-        put_time(out, "min", n->count ? (double)a->min * k : 0.0, 1, 1);
-        put_time(out, "max", (double)a->max * k, 1, 1);
+        put_ns(out, "sum", a->sum, k);
+        put_ns(out, "self", a->self, k);
+        put_ns(out, "min", n->count ? a->min : 0, k);
+        put_ns(out, "max", a->max, k);
         double mean, var;
         st_accum_stats(n, info->timer, &mean, &var);
         put_time(out, "mean", mean * k, 0, 1);

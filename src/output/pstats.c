@@ -5,6 +5,7 @@
 
 #include "core/err.h"
 #include "output/fgraph.h"
+#include "output/folded.h"
 
 /* marshal type codes (Python/marshal.c) */
 #define TYPE_NULL '0'
@@ -112,6 +113,94 @@ static void put_key(st_strbuf_t *out, const st_fgraph_t *g, const st_model_t *m,
     put_str(out, st_loctab_str(m->locs, l->name));
 }
 
+/* A call from a thread's root into a function the thread ran at its top. */
+typedef struct {
+    uint32_t thread, fn;
+    uint64_t nc;
+    double tt, ct;
+} root_edge_t;
+
+/* The key of thread ti's root: ("~", 0, "<thread 0 (MainThread)>"). */
+static void put_root_key(st_strbuf_t *out, const st_model_t *m, size_t ti, st_strbuf_t *tmp)
+{
+    st_strbuf_reset(tmp);
+    st_strbuf_putc(tmp, '<');
+    st_thread_title(tmp, &m->threads[ti]);
+    st_strbuf_putc(tmp, '>');
+    st_strbuf_putc(out, TYPE_SMALL_TUPLE);
+    st_strbuf_putc(out, 3);
+    put_str(out, "~");
+    put_int(out, 0);
+    put_str(out, st_strbuf_cstr(tmp));
+}
+
+/* The calls from each thread's root, grouped by function (counting sort):
+ * edges[order[start[f]] .. order[start[f + 1]]) call f. */
+static int root_edges(const st_fgraph_t *g, const st_model_t *m, root_edge_t **edges,
+                      uint32_t *nedges, uint32_t **start, uint32_t **order)
+{
+    root_edge_t *e = NULL;
+    uint32_t n = 0, cap = 0;
+    uint32_t *slot = malloc(((size_t)g->nfns + 1) * sizeof *slot);
+    *start = calloc((size_t)g->nfns + 2, sizeof **start);
+    if (!slot || !*start)
+        goto nomem;
+    memset(slot, 0xff, ((size_t)g->nfns + 1) * sizeof *slot);
+    double k = g->timer >= 0 ? m->ns_per_tick[g->timer] : 0.0;
+    for (size_t ti = 0; ti < m->nthreads; ti++) {
+        const st_calltree_t *t = m->threads[ti].tree;
+        uint32_t first = n;
+        for (uint32_t c = t->nodes[0].first_child; c != ST_NODE_NONE; c = t->nodes[c].next_sibling) {
+            const st_node_t *nd = &t->nodes[c];
+            uint32_t fn = st_fgraph_fn_of(g, m, nd->label);
+            if (fn >= g->nfns)
+                continue;
+            if (slot[fn] == UINT32_MAX) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    root_edge_t *q = realloc(e, cap * sizeof *q);
+                    if (!q)
+                        goto nomem;
+                    e = q;
+                }
+                slot[fn] = n;
+                e[n++] = (root_edge_t){(uint32_t)ti, fn, 0, 0.0, 0.0};
+            }
+            root_edge_t *r = &e[slot[fn]];
+            r->nc += nd->count;
+            if (g->timer >= 0) {
+                r->tt += (double)nd->acc[g->timer].self * k;
+                r->ct += (double)nd->acc[g->timer].sum * k;
+            }
+        }
+        for (uint32_t i = first; i < n; i++)
+            slot[e[i].fn] = UINT32_MAX;
+    }
+    free(slot);
+    slot = NULL;
+    if (!(*order = malloc(((size_t)n + 1) * sizeof **order)))
+        goto nomem;
+    for (uint32_t i = 0; i < n; i++)
+        (*start)[e[i].fn + 1]++;
+    for (uint32_t f = 0; f < g->nfns; f++)
+        (*start)[f + 1] += (*start)[f];
+    uint32_t *fill = calloc((size_t)g->nfns + 1, sizeof *fill);
+    if (!fill)
+        goto nomem;
+    for (uint32_t i = 0; i < n; i++)
+        (*order)[(*start)[e[i].fn] + fill[e[i].fn]++] = i;
+    free(fill);
+    *edges = e;
+    *nedges = n;
+    return 0;
+nomem:
+    free(slot);
+    free(e);
+    free(*start);
+    *start = NULL;
+    return ST_ENOMEM;
+}
+
 int st_pstats_write(st_strbuf_t *out, const st_model_t *m)
 {
     st_fgraph_t g;
@@ -143,6 +232,16 @@ int st_pstats_write(st_strbuf_t *out, const st_model_t *m)
         order[start[c] + fill[c]++] = e;
     }
     free(fill);
+    root_edge_t *re = NULL;
+    uint32_t nre = 0, *rstart = NULL, *rorder = NULL;
+    if (root_edges(&g, m, &re, &nre, &rstart, &rorder) < 0) {
+        free(start);
+        free(order);
+        st_fgraph_free(&g);
+        return ST_ENOMEM;
+    }
+    st_strbuf_t tmp;
+    st_strbuf_init(&tmp);
 
     st_strbuf_putc(out, TYPE_DICT);
     for (uint32_t f = 0; f < g.nfns; f++) {
@@ -165,9 +264,41 @@ int st_pstats_write(st_strbuf_t *out, const st_model_t *m)
             put_float(out, e->tt * 1e-9);
             put_float(out, e->ct * 1e-9);
         }
+        for (uint32_t i = rstart[f]; i < rstart[f + 1]; i++) {
+            const root_edge_t *r = &re[rorder[i]];
+            put_root_key(out, m, r->thread, &tmp);
+            st_strbuf_putc(out, TYPE_SMALL_TUPLE);
+            st_strbuf_putc(out, 4);
+            put_int(out, r->nc);
+            put_int(out, r->nc);
+            put_float(out, r->tt * 1e-9);
+            put_float(out, r->ct * 1e-9);
+        }
+        st_strbuf_putc(out, TYPE_NULL);
+    }
+    /* one root per thread, called once, as cProfile's files have one */
+    uint32_t ri = 0; /* root edges are in thread order */
+    for (size_t ti = 0; ti < m->nthreads; ti++) {
+        double ct = 0;
+        for (; ri < nre && re[ri].thread == ti; ri++)
+            ct += re[ri].ct;
+        put_root_key(out, m, ti, &tmp);
+        st_strbuf_putc(out, TYPE_SMALL_TUPLE);
+        st_strbuf_putc(out, 5);
+        put_int(out, 1);
+        put_int(out, 1);
+        put_float(out, 0.0);
+        put_float(out, ct * 1e-9);
+        st_strbuf_putc(out, TYPE_DICT);
         st_strbuf_putc(out, TYPE_NULL);
     }
     st_strbuf_putc(out, TYPE_NULL);
+    if (tmp.failed)
+        out->failed = 1;
+    st_strbuf_free(&tmp);
+    free(re);
+    free(rstart);
+    free(rorder);
     free(start);
     free(order);
     st_fgraph_free(&g);

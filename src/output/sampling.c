@@ -43,6 +43,13 @@ void st_sampling_table_write(st_strbuf_t *out, const st_model_t *m)
     snprintf(title, sizeof title, "PROCESS SAMPLING (%llu SAMPLES AT %g PER SECOND)",
              (unsigned long long)m->nsamples, m->sampling_freq);
     st_grid_render(out, &g, title);
+    for (size_t k = 0; k < m->nmetrics; k++)
+        if (strncmp(m->metrics[k].name, "network.", 8) == 0) {
+            st_strbuf_puts(out, "network.received, network.sent: bytes through every interface "
+                                "of the network namespace (all its processes, not only this "
+                                "one) since sampling began\n");
+            break;
+        }
     st_grid_free(&g);
     st_strbuf_free(&b);
 }

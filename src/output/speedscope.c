@@ -6,6 +6,7 @@
 #include "core/err.h"
 #include "core/names.h"
 #include "output/fgraph.h"
+#include "output/folded.h"
 
 static void put_event(st_strbuf_t *out, int *first, char type, uint32_t frame, double at)
 {
@@ -64,6 +65,16 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
         st_strbuf_putc(out, '}');
     }
     st_strbuf_free(&fname);
+    /* then one frame per thread: the root of its profile */
+    st_strbuf_t title;
+    st_strbuf_init(&title);
+    for (size_t ti = 0; ti < m->nthreads; ti++) {
+        st_strbuf_reset(&title);
+        st_thread_title(&title, &m->threads[ti]);
+        st_strbuf_puts(out, nframes + ti ? ",{\"name\":" : "{\"name\":");
+        st_strbuf_json_string(out, st_strbuf_cstr(&title));
+        st_strbuf_putc(out, '}');
+    }
     st_strbuf_puts(out, "]},\"profiles\":[");
     int rc = 0;
     for (size_t ti = 0; ti < m->nthreads && rc == 0; ti++) {
@@ -88,25 +99,21 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
         for (uint32_t c = t->nodes[0].first_child; c != ST_NODE_NONE; c = t->nodes[c].next_sibling)
             end_all += incl[c];
         st_strbuf_puts(out, ti ? ",{\"type\":\"evented\",\"name\":" : "{\"type\":\"evented\",\"name\":");
-        st_strbuf_t title;
-        st_strbuf_init(&title);
-        if (th->has_rank)
-            st_strbuf_printf(&title, "rank %u ", th->rank);
-        st_strbuf_printf(&title, "thread %u", th->index);
-        if (th->name && *th->name)
-            st_strbuf_printf(&title, " (%s)", th->name);
+        st_strbuf_reset(&title);
+        st_thread_title(&title, th);
         st_strbuf_json_string(out, st_strbuf_cstr(&title));
-        st_strbuf_free(&title);
-        st_strbuf_t ev;
-        st_strbuf_init(&ev);
+        /* the events stream out as they come; the extent follows them */
+        st_strbuf_puts(out, ",\"events\":[");
+        uint32_t root = nframes + (uint32_t)ti;
         int first = 1;
         double at = 0;
+        put_event(out, &first, 'O', root, 0);
         uint32_t n = t->nodes[0].first_child;
         while (n != ST_NODE_NONE) {
             const st_node_t *nd = &t->nodes[n];
             start[n] = at;
             next[n] = at;
-            put_event(&ev, &first, 'O', frame_of[nd->label], at);
+            put_event(out, &first, 'O', frame_of[nd->label], at);
             if (nd->first_child != ST_NODE_NONE) {
                 n = nd->first_child;
                 continue;
@@ -116,7 +123,7 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
                 double end = start[n] + incl[n];
                 if (end < next[n])
                     end = next[n];
-                put_event(&ev, &first, 'C', frame_of[t->nodes[n].label], end);
+                put_event(out, &first, 'C', frame_of[t->nodes[n].label], end);
                 uint32_t p = t->nodes[n].parent;
                 if (p != 0)
                     next[p] = end;
@@ -135,19 +142,18 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
         }
         if (at > end_all)
             end_all = at;
-        st_strbuf_printf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%.0f,\"events\":[",
+        put_event(out, &first, 'C', root, end_all);
+        st_strbuf_printf(out, "],\"unit\":\"%s\",\"startValue\":0,\"endValue\":%.0f}",
                          timer >= 0 ? "nanoseconds" : "none", end_all);
-        st_strbuf_add(out, ev.data ? ev.data : "", ev.len);
-        if (ev.failed)
-            out->failed = 1;
-        st_strbuf_free(&ev);
-        st_strbuf_puts(out, "]}");
         free(start);
         free(next);
         free(incl);
         free(self);
     }
     st_strbuf_puts(out, "]}\n");
+    if (title.failed)
+        out->failed = 1;
+    st_strbuf_free(&title);
     free(frame_of);
     free(labels);
     return rc < 0 ? rc : out->failed ? ST_ENOMEM : 0;

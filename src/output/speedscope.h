@@ -4,8 +4,12 @@
  * children one after another in the order they were first called. That is the
  * call tree drawn to scale (speedscope's left-heavy and sandwich views are exact;
  * the time order within a parent is the order of first calls, not of every call).
- * Frames are shared: one per label, with file and line where known. Units are
- * nanoseconds, or "none" (calls) for a profile that only counted calls. */
+ * Frames are shared: one per label, with file and line where known. Each profile
+ * has one root, a frame naming its thread ("thread 0 (MainThread)", "rank 3 thread
+ * 0 (MainThread)"), over everything the thread ran, as cProfile's files have one
+ * root. Units are nanoseconds, or "none" (calls) for a profile that only counted
+ * calls. The events are written as the walk makes them (a streaming buffer never
+ * holds the document). */
 #ifndef STRATA_OUTPUT_SPEEDSCOPE_H
 #define STRATA_OUTPUT_SPEEDSCOPE_H
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/components.h"
+#include "python/exits.h"
 #include "session/args.h"
 
 st_py_state_t st_py;
@@ -54,7 +55,7 @@ static int ensure_settings(void)
     st_msg_t msg;
     /* Reuse the command-line parser with no flags: it applies file and env. */
     char *argv[] = {"-m", "__main__", NULL};
-    int rc = st_args_parse_python(&args, 2, argv, environ, warn_cb, stdout, &msg);
+    int rc = st_args_parse_python(&args, 2, argv, environ, 0, warn_cb, stdout, &msg);
     if (rc < 0) {
         raise_msg(&msg);
         return -1;
@@ -71,6 +72,9 @@ static int ensure_settings(void)
 /* ------------------------------------------------------------------------- */
 /* Module functions                                                           */
 
+/* parse_cli(argv): the words as the interpreter gave them (decoded with the file
+ * system encoding and surrogateescape), turned back into the bytes they were, as
+ * os.fsencode does: any byte passes, as it would through plain python. */
 static PyObject *py_parse_cli(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -78,38 +82,45 @@ static PyObject *py_parse_cli(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(list);
+    PyObject *bytes = PyList_New(n);
     char **argv = calloc((size_t)n + 1, sizeof *argv);
-    if (!argv)
+    if (!bytes || !argv) {
+        Py_XDECREF(bytes);
+        free(argv);
         return PyErr_NoMemory();
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
-        const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i));
-        if (!s) {
+        PyObject *b = NULL;
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(list, i), &b)) {
+            Py_DECREF(bytes);
             free(argv);
             return NULL;
         }
-        argv[i] = (char *)s;
+        PyList_SET_ITEM(bytes, i, b);
+        argv[i] = PyBytes_AS_STRING(b);
     }
     extern char **environ;
     st_args_t a;
     st_msg_t msg;
+    PyObject *result = NULL;
     fflush(stdout);
-    int rc = st_args_parse_python(&a, (int)n, argv, environ, warn_cb, stdout, &msg);
+    int rc = st_args_parse_python(&a, (int)n, argv, environ, 0, warn_cb, stdout, &msg);
     fflush(stdout);
     if (rc == ST_EHELP) {
-        free(argv);
-        Py_RETURN_NONE;
+        result = Py_NewRef(Py_None);
+        goto done;
     }
     if (rc < 0) {
-        free(argv);
-        return raise_msg(&msg);
+        raise_msg(&msg);
+        goto done;
     }
     if (st_py.have_settings)
         st_settings_free(&st_py.settings);
     st_py.settings = a.settings;
     st_py.have_settings = 1;
     if (apply_settings(&msg) < 0) {
-        free(argv);
-        return raise_msg(&msg);
+        raise_msg(&msg);
+        goto done;
     }
     PyObject *rest = PyList_New(0);
     for (int i = 0; rest && i < a.ntarget_args; i++) {
@@ -118,11 +129,14 @@ static PyObject *py_parse_cli(PyObject *self, PyObject *args)
             Py_CLEAR(rest);
         Py_XDECREF(s);
     }
-    PyObject *result = rest ? Py_BuildValue("{s:O,s:s,s:N,s:s}", "is_module",
-                                            a.is_module ? Py_True : Py_False, "target", a.target,
-                                            "args", rest, "setup",
-                                            st_settings_str(&st_py.settings, ST_S_SETUP))
-                            : NULL;
+    if (rest)
+        result = Py_BuildValue("{s:O,s:O&,s:N,s:O&}", "is_module",
+                               a.is_module ? Py_True : Py_False, "target",
+                               PyUnicode_DecodeFSDefault, a.target, "args", rest, "setup",
+                               PyUnicode_DecodeFSDefault,
+                               st_settings_str(&st_py.settings, ST_S_SETUP));
+done:
+    Py_DECREF(bytes);
     free(argv);
     return result;
 }
@@ -131,34 +145,47 @@ static PyObject *py_parse_cli(PyObject *self, PyObject *args)
 static PyObject *py_begin(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *target;
+    PyObject *target_bytes;
     PyObject *command;
-    if (!PyArg_ParseTuple(args, "sO!", &target, &PyList_Type, &command))
+    if (!PyArg_ParseTuple(args, "O&O!", PyUnicode_FSConverter, &target_bytes, &PyList_Type,
+                          &command))
         return NULL;
-    if (st_py.live)
+    const char *target = PyBytes_AS_STRING(target_bytes);
+    if (st_py.live) {
+        Py_DECREF(target_bytes);
         Py_RETURN_FALSE;
-    if (ensure_settings() < 0)
-        return NULL;
+    }
     st_msg_t msg;
-    if (st_session_init(&st_py.session, &st_py.settings, &msg) < 0)
-        return raise_msg(&msg);
-    if (st_session_make_outdir(&st_py.session, target, &msg) < 0) {
+    if (ensure_settings() < 0 || st_session_init(&st_py.session, &st_py.settings, &msg) < 0) {
+        Py_DECREF(target_bytes);
+        return PyErr_Occurred() ? NULL : raise_msg(&msg);
+    }
+    int made = st_session_make_outdir(&st_py.session, target, &msg);
+    Py_DECREF(target_bytes);
+    if (made < 0) {
         st_session_free(&st_py.session);
         return raise_msg(&msg);
     }
+    /* The command as text (profile.json): bytes that are not UTF-8 as \xNN. */
     Py_ssize_t n = PyList_GET_SIZE(command);
+    PyObject *words = PyList_New(n);
     char **argv = calloc((size_t)n + 1, sizeof *argv);
-    if (!argv) {
+    if (!argv || !words) {
+        free(argv);
+        Py_XDECREF(words);
         st_session_free(&st_py.session);
         return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(command, i));
-        argv[i] = (char *)(s ? s : "?");
+        PyObject *w = PyList_GET_ITEM(command, i), *hold = NULL;
+        const char *text = PyUnicode_Check(w) ? st_pytext_utf8(w, &hold) : NULL;
+        argv[i] = (char *)(text ? text : "?");
+        PyList_SET_ITEM(words, i, hold ? hold : Py_NewRef(Py_None));
     }
     PyErr_Clear();
     st_session_set_command(&st_py.session, (int)n, argv);
     free(argv);
+    Py_DECREF(words);
     snprintf(st_py.session.python_version, sizeof st_py.session.python_version, "%s",
              Py_GetVersion());
     char *sp = strchr(st_py.session.python_version, ' ');
@@ -168,6 +195,7 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     st_py.want_wall = (st_py.session.components & (1u << ST_COMP_WALL_CLOCK)) != 0;
     st_py.want_cpu = (st_py.session.components & (1u << ST_COMP_CPU_CLOCK)) != 0;
     st_clock_init(st_settings_str(&st_py.settings, ST_S_CLOCK));
+    st_pyexit_keep_terminal();
     st_py.live = 1;
     if (st_py.verbose >= 1)
         fprintf(stderr, "[strata] profiling into %s (clock: %s)\n", st_py.session.outdir,
@@ -184,8 +212,11 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
         return NULL;
     }
     st_msg_t msg;
+    /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
+    st_py.session.helper_threads = st_pyexit_install();
     if (st_session_start(&st_py.session, &msg) < 0) {
         st_py.finalized = 1;
+        st_pyexit_finished();
         return raise_msg(&msg);
     }
     st_py.tracing = st_py.session.tracing;
@@ -197,6 +228,8 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
         /* Nothing ran: no results are written, and the (empty) folder goes. */
         st_session_stop(&st_py.session);
         st_py.finalized = 1;
+        st_pyexit_finished();
+        st_session_unmark(&st_py.session);
         if (rmdir(st_py.session.outdir) == 0 &&
             !*st_settings_str(&st_py.settings, ST_S_OUTPUT_PATH)) {
             char *slash = strrchr(st_py.session.outdir, '/');
@@ -211,13 +244,12 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *py_finalize(PyObject *self, PyObject *unused)
+void st_py_finalize(int flush_streams)
 {
-    (void)self;
-    (void)unused;
     if (!st_py.live || st_py.finalized || st_py.forked_child)
-        Py_RETURN_NONE;
+        return;
     st_py.finalized = 1;
+    st_pyexit_writing();
     st_pybackend_stop();
     st_session_stop(&st_py.session);
     /* Calls still open (daemon threads, or the main thread's own frames) end now,
@@ -239,24 +271,114 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
         st_py.session.settings = copy;
     }
     double npt[ST_NTIMERS] = {st_clock_ns_per_tick(), 1.0};
-    FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? stderr : NULL;
-    PyObject *out = PySys_GetObject("stdout"), *err = PySys_GetObject("stderr");
-    PyObject *r;
-    if (out && (r = PyObject_CallMethod(out, "flush", NULL)))
-        Py_DECREF(r);
-    if (err && (r = PyObject_CallMethod(err, "flush", NULL)))
-        Py_DECREF(r);
-    PyErr_Clear();
+    if (flush_streams) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *out = PySys_GetObject("stdout"), *err = PySys_GetObject("stderr");
+        PyObject *r;
+        if (out && (r = PyObject_CallMethod(out, "flush", NULL)))
+            Py_DECREF(r);
+        if (err && (r = PyObject_CallMethod(err, "flush", NULL)))
+            Py_DECREF(r);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+    /* The terminal strata kept, not whatever the program made fd 2 since; warnings
+     * about lost data go there whether or not the tables are printed. */
+    FILE *notes = st_pyexit_terminal();
+    FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? notes : NULL;
     st_msg_t msg;
     int failed = 0;
     for (size_t i = 0; i < st_py.session.nthreads; i++)
         failed |= st_py.session.threads[i]->tree.failed;
-    if (st_session_write(&st_py.session, npt, st_clock_name(), tables, &msg) < 0)
-        fprintf(stderr, "strata: error: %s\n", msg.text);
-    if (failed)
-        fprintf(stderr, "strata: error: memory ran out while profiling; the profile is "
-                        "incomplete\n");
+    st_session_write(&st_py.session, npt, st_clock_name(), tables, notes, &msg);
+    if (notes) {
+        st_pybackend_report(notes);
+        if (failed)
+            fprintf(notes, "strata: error: memory ran out while profiling; the profile is "
+                           "incomplete\n");
+        fflush(notes);
+    }
+    st_pyexit_finished();
+}
+
+static PyObject *py_finalize(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    st_py_finalize(1);
     Py_RETURN_NONE;
+}
+
+/* The calling thread's frame chain and recursion depth, hidden while the target
+ * runs (run_main). */
+typedef struct {
+    struct _PyInterpreterFrame *frame;
+    int py_depth;
+    int c_remaining;
+} hidden_t;
+
+/* Makes the calling thread look as it does when the interpreter starts a __main__:
+ * no Python frame below, no recursion depth used. */
+static void hide_caller(PyThreadState *t, hidden_t *h)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    h->frame = t->current_frame;
+    t->current_frame = NULL;
+#else
+    h->frame = t->cframe->current_frame;
+    t->cframe->current_frame = NULL;
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+    h->py_depth = t->py_recursion_limit - t->py_recursion_remaining;
+    t->py_recursion_remaining = t->py_recursion_limit;
+    h->c_remaining = t->c_recursion_remaining;
+#if defined(Py_C_RECURSION_LIMIT)
+    t->c_recursion_remaining = Py_C_RECURSION_LIMIT;
+#elif defined(C_RECURSION_LIMIT)
+    t->c_recursion_remaining = C_RECURSION_LIMIT;
+#endif
+#else
+    h->py_depth = t->recursion_limit - t->recursion_remaining;
+    t->recursion_remaining = t->recursion_limit;
+    h->c_remaining = 0;
+#endif
+}
+
+/* Puts back what hide_caller hid (the program may have changed the limit since). */
+static void unhide_caller(PyThreadState *t, const hidden_t *h)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    t->current_frame = h->frame;
+#else
+    t->cframe->current_frame = h->frame;
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+    t->py_recursion_remaining = t->py_recursion_limit - h->py_depth;
+    t->c_recursion_remaining = h->c_remaining;
+#else
+    t->recursion_remaining = t->recursion_limit - h->py_depth;
+#endif
+}
+
+/* run_main(code, globals) or run_main(fn, arg): runs the target as the interpreter
+ * runs a __main__ (PyEval_EvalCode, or runpy._run_module_as_main(arg) for -m), with
+ * the runner's frames cut off the thread's frame chain for the call: tracebacks,
+ * sys._getframe, inspect and faulthandler see what they see under plain python, and
+ * the recursion limit counts from the same depth. */
+static PyObject *py_run_main(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *what, *arg;
+    if (!PyArg_ParseTuple(args, "OO", &what, &arg))
+        return NULL;
+    PyThreadState *t = PyThreadState_Get();
+    hidden_t h;
+    hide_caller(t, &h);
+    PyObject *r = PyCode_Check(what) ? PyEval_EvalCode(what, arg, arg)
+                                     : PyObject_CallOneArg(what, arg);
+    unhide_caller(t, &h);
+    return r;
 }
 
 static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
@@ -266,6 +388,7 @@ static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
     if (st_py.live && !st_py.forked_child) {
         st_py.forked_child = 1;
         st_pybackend_stop();
+        st_pyexit_after_fork_child();
     }
     Py_RETURN_NONE;
 }
@@ -480,6 +603,8 @@ static PyMethodDef methods[] = {
      "begin(target, command) -> bool: create the session and its results folder."},
     {"start", py_start, METH_NOARGS, "start(): install the profile hook on every thread."},
     {"finalize", py_finalize, METH_NOARGS, "finalize(): stop, write and print the results."},
+    {"run_main", py_run_main, METH_VARARGS,
+     "run_main(code, globals) or run_main(fn, arg): run the target as a __main__."},
     {"after_fork_child", py_after_fork_child, METH_NOARGS,
      "after_fork_child(): stop profiling in a forked child."},
     {"mark_profile", py_mark_profile, METH_O, "mark_profile(fn): calls of fn open a -b scope."},

@@ -4,9 +4,12 @@
  * sys.monitoring and costs about three times a native callback, so strata
  * registers C callbacks itself: PyCFunction objects with METH_FASTCALL, which the
  * interpreter calls through vectorcall with no tuple and no frame object, under
- * the profiler tool id (sys.monitoring.PROFILER_ID, 2) or, when another tool holds
- * it, a free one (a one-line warning says which); with none free, start() fails
- * and `strata python` stops with status 2 before the target runs.
+ * tool id 4 (else 3), which CPython assigns to no kind of tool: the program's own
+ * profiler (cProfile, `python -m cProfile`), debugger and coverage tool find their
+ * ids free, and run beside strata, each hearing every event. Only with 4 and 3
+ * taken does strata take an assigned one (a one-line warning says which); with
+ * none free, start() fails and `strata python` stops with status 2 before the
+ * target runs.
  *
  *   PY_START, PY_RESUME, PY_THROW   -> on_call: a call starts, or a generator or
  *                                      coroutine resumes (3.11's CALL)
@@ -73,9 +76,10 @@ static struct {
     long bits[EV_COUNT];           /* sys.monitoring.events.<name> */
     PyObject *callbacks[EV_COUNT];
     int tool;                      /* the tool id held, -1 when none */
+    int lost_tool;                 /* the id the program freed under strata, or -1 */
     unsigned long *before;         /* idents of the threads that existed at start */
     size_t nbefore;
-} mon = {.tool = -1};
+} mon = {.tool = -1, .lost_tool = -1};
 
 /* ------------------------------------------------------------------------- */
 /* Threads                                                                    */
@@ -294,33 +298,33 @@ static int tool_holder(int id, PyObject **name)
     return 0;
 }
 
-/* Takes sys.monitoring.PROFILER_ID, else a free id (those without an assigned use
- * first), warning which; fails with _strata.Error when every id is taken. */
+/* The tool ids strata tries, in order: the two that CPython assigns to no kind of
+ * tool first, so that the program's own profiler (cProfile takes PROFILER_ID, 2),
+ * debugger (0), coverage tool (1) or optimizer (5) finds its id free; then those,
+ * the profiler's last. */
+static const int tool_order[] = {4, 3, 5, 1, 0, 2};
+
+/* Takes the first free id of tool_order, warning when it has to take one that a
+ * kind of tool is assigned; fails with _strata.Error when every id is taken. */
 static int claim_tool_id(void)
 {
-    static const int order[] = {3, 4, 5, 1, 0};
-    PyObject *pid = PyObject_GetAttrString(mon.monitoring, "PROFILER_ID");
-    int want = pid ? (int)PyLong_AsLong(pid) : -1;
-    Py_XDECREF(pid);
-    if (want < 0)
-        return -1;
-    PyObject *holder;
-    if (tool_holder(want, &holder) < 0)
-        return -1;
-    int id = want;
-    if (holder) {
-        id = -1;
-        for (size_t i = 0; id < 0 && i < sizeof order / sizeof *order; i++) {
-            PyObject *other;
-            if (order[i] == want || tool_holder(order[i], &other) < 0) {
-                PyErr_Clear();
-                continue;
-            }
-            if (!other)
-                id = order[i];
-            Py_XDECREF(other);
+    int id = -1;
+    PyObject *first_holder = NULL;
+    for (size_t i = 0; id < 0 && i < sizeof tool_order / sizeof *tool_order; i++) {
+        PyObject *holder;
+        if (tool_holder(tool_order[i], &holder) < 0) {
+            Py_XDECREF(first_holder);
+            return -1;
         }
-        PyObject *s = PyObject_Str(holder);
+        if (!holder)
+            id = tool_order[i];
+        else if (!first_holder)
+            first_holder = holder;
+        else
+            Py_DECREF(holder);
+    }
+    if (first_holder) {
+        PyObject *s = PyObject_Str(first_holder);
         const char *who = s ? PyUnicode_AsUTF8(s) : NULL;
         if (!who) {
             PyErr_Clear();
@@ -328,16 +332,15 @@ static int claim_tool_id(void)
         }
         if (id < 0)
             PyErr_Format(st_py.error,
-                         "sys.monitoring tool id %d is used by %s and ids 0 to 5 are all in "
-                         "use: nothing to profile with (free one in the program or its "
-                         "setup)",
-                         want, who);
-        else
-            PySys_WriteStderr("strata: warning: sys.monitoring tool id %d is used by %s; "
-                              "using id %d\n",
-                              want, who, id);
+                         "sys.monitoring tool ids 0 to 5 are all in use (id %d by %s): nothing "
+                         "to profile with (free one in the program or its setup)",
+                         tool_order[0], who);
+        else if (id != 3)
+            PySys_WriteStderr("strata: warning: sys.monitoring tool ids 4 and 3 are in use (4 "
+                              "by %s); using id %d, which the program cannot then take\n",
+                              who, id);
         Py_XDECREF(s);
-        Py_DECREF(holder);
+        Py_DECREF(first_holder);
         if (id < 0)
             return -1;
     }
@@ -459,12 +462,73 @@ fail:
     return -1;
 }
 
+/* Whether strata's callbacks and events are still in place on its tool id (the
+ * program may have freed the id and taken it, or changed them): a callback is read
+ * by registering None and putting back what comes out. */
+static int still_ours(void)
+{
+    PyObject *reg = PyObject_GetAttrString(mon.monitoring, "register_callback");
+    int ours = reg != NULL;
+    for (int e = 0; ours && e < EV_COUNT; e++) {
+        if (e >= EV_CALL && !st_py.trace_c)
+            break;
+        PyObject *was = PyObject_CallFunction(reg, "ilO", mon.tool, mon.bits[e], Py_None);
+        if (!was) {
+            ours = 0;
+            break;
+        }
+        PyObject *back = PyObject_CallFunction(reg, "ilO", mon.tool, mon.bits[e], was);
+        ours = back && was == mon.callbacks[e];
+        Py_XDECREF(back);
+        Py_DECREF(was);
+    }
+    Py_XDECREF(reg);
+    PyObject *ev = ours ? PyObject_CallMethod(mon.monitoring, "get_events", "i", mon.tool) : NULL;
+    long set = ev ? PyLong_AsLong(ev) : 0;
+    Py_XDECREF(ev);
+    PyErr_Clear();
+    /* get_events leaves out C_RETURN and C_RAISE (they come with CALL) */
+    long want = event_set() & ~(mon.bits[EV_C_RETURN] | mon.bits[EV_C_RAISE]);
+    return ours && (set & want) == want;
+}
+
 void st_pybackend_stop(void)
 {
     if (!st_py.running)
         return;
     st_py.running = 0;
-    release_tool();
+    if (mon.tool < 0)
+        return;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *holder = NULL;
+    int held = tool_holder(mon.tool, &holder) == 0 && holder && PyUnicode_Check(holder) &&
+               PyUnicode_CompareWithASCIIString(holder, "strata") == 0;
+    PyErr_Clear();
+    Py_XDECREF(holder);
+    int ours = still_ours();
+    if (!ours)
+        mon.lost_tool = mon.tool;
+    if (held) {
+        release_tool();
+    } else {
+        /* The id is the program's now: strata takes back only its own callbacks. */
+        for (int e = 0; ours && e < EV_COUNT; e++)
+            if (mon_call("register_callback", "(ilO)", mon.tool, mon.bits[e], Py_None) < 0)
+                PyErr_Clear();
+        mon.tool = -1;
+    }
+    PyErr_Restore(et, ev, tb);
+}
+
+void st_pybackend_report(FILE *err)
+{
+    if (mon.lost_tool >= 0)
+        fprintf(err,
+                "strata: warning: the program took over sys.monitoring tool id %d, which "
+                "strata held (it changed its callbacks or events); calls made after that may "
+                "be missing from the profile\n",
+                mon.lost_tool);
 }
 
 /* New verdicts: the events (CALL with --trace-c) may change, and whatever was

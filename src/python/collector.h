@@ -124,6 +124,10 @@ typedef struct {
     int blocked;             /* derived: calls are not recorded now */
     int unnamed;             /* th was made before the thread had a name (3.12+) */
     uint64_t skipped_events; /* events of skipped code seen (tests: they stop) */
+    Py_tracefunc chained;    /* 3.11: the program's own profile function on this
+                              * thread, which strata's hook calls (backend_profile.c) */
+    PyObject *swallow;       /* 3.11: the C function whose next return the program's
+                              * function must not hear of (borrowed) */
 } st_pythread_t;
 
 extern PyTypeObject st_pythread_type;
@@ -158,6 +162,10 @@ typedef struct {
 extern st_py_state_t st_py;
 
 /* labels.c: the slow paths behind the caches. */
+/* s as UTF-8 text, where the bytes a file name was decoded from (surrogateescape)
+ * are not UTF-8 written \xNN; *hold keeps the text alive (Py_XDECREF it after).
+ * NULL (no exception set) if that fails. */
+const char *st_pytext_utf8(PyObject *s, PyObject **hold);
 codeinfo_t *st_pylabel_code_info(PyCodeObject *co);
 /* Makes ci's label (its text and function, core/loctab.h) and returns it, or
  * ST_NODE_NONE when out of memory. Called only when a tree can record the call, so
@@ -187,6 +195,9 @@ st_pythread_t *st_pybackend_current(void); /* the calling thread's state, if fol
 /* Verdicts changed (a new generation, a new mark): on 3.12+ the events are set
  * again and whatever was switched off is switched on, to be judged anew. */
 void st_pybackend_refresh(void);
+/* Says on err, once, where the backend could not record (the program's own
+ * profiler took its place); nothing when it could everywhere. */
+void st_pybackend_report(FILE *err);
 
 /* The code object's extra slot, read directly: CPython 3.11 to 3.13 keep them as
  * {Py_ssize_t size; void *extras[]} behind co_extra (the layout of

@@ -6,6 +6,28 @@
 
 #include "core/strbuf.h"
 
+const char *st_pytext_utf8(PyObject *s, PyObject **hold)
+{
+    *hold = NULL;
+    const char *t = PyUnicode_AsUTF8(s);
+    if (t)
+        return t;
+    PyErr_Clear();
+    PyObject *b = PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape");
+    PyObject *u = b ? PyUnicode_DecodeUTF8(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b),
+                                           "backslashreplace")
+                    : NULL;
+    Py_XDECREF(b);
+    t = u ? PyUnicode_AsUTF8(u) : NULL;
+    if (!t) {
+        Py_XDECREF(u);
+        PyErr_Clear();
+        return NULL;
+    }
+    *hold = u;
+    return t;
+}
+
 static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -16,17 +38,17 @@ static void add_location(st_strbuf_t *b, PyCodeObject *co)
 {
     if (!st_py.label_file && !st_py.label_line)
         return;
-    const char *file = PyUnicode_AsUTF8(co->co_filename);
-    if (!file) {
-        PyErr_Clear();
+    PyObject *hold;
+    const char *file = st_pytext_utf8(co->co_filename, &hold);
+    if (!file)
         file = "?";
-    }
     st_strbuf_putc(b, '[');
     if (st_py.label_file)
         st_strbuf_puts(b, st_py.full_filepath ? file : base_name(file));
     if (st_py.label_line)
         st_strbuf_printf(b, ":%d", co->co_firstlineno);
     st_strbuf_putc(b, ']');
+    Py_XDECREF(hold);
 }
 
 /* The location of a code object, cProfile's key (co_filename, co_firstlineno,
@@ -34,13 +56,15 @@ static void add_location(st_strbuf_t *b, PyCodeObject *co)
  * ST_LOC_NONE when out of memory. */
 static uint32_t code_location(PyCodeObject *co)
 {
-    const char *file = PyUnicode_AsUTF8(co->co_filename);
+    PyObject *hold;
+    const char *file = st_pytext_utf8(co->co_filename, &hold);
     const char *name = PyUnicode_AsUTF8(co->co_name);
     const char *qual = PyUnicode_AsUTF8(co->co_qualname);
     uint32_t loc = ST_LOC_NONE;
     if (!file || !name || !qual ||
         st_loctab_add_qual(&st_py.session.locs, file, co->co_firstlineno, name, qual, &loc) < 0)
         loc = ST_LOC_NONE;
+    Py_XDECREF(hold);
     PyErr_Clear();
     return loc;
 }
@@ -70,6 +94,78 @@ static PyFrameObject *running_frame(PyCodeObject *co)
     return fc == co ? frame : NULL;
 }
 
+/* Appends the builtin repr of v (an object of an exact builtin type, whose repr
+ * runs no code of the program); 0, or -1 if it failed (the caller falls back). */
+static int put_builtin_repr(st_strbuf_t *b, PyObject *v)
+{
+    PyObject *r = PyObject_Repr(v);
+    const char *s = r ? PyUnicode_AsUTF8(r) : NULL;
+    if (s)
+        st_strbuf_puts(b, s);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    return s ? 0 : -1;
+}
+
+enum { ARG_REPR_ROOM = 40 }; /* an argument's text is cut at 32 characters anyway */
+
+/* Appends a representation of an argument that runs none of the program's code (a
+ * label must not call the program's __repr__, whose effects would then happen only
+ * under strata): the repr of builtin scalars and of builtin containers of them
+ * (exact types; a long one cut short), else <TypeName object>. */
+static void put_safe_repr(st_strbuf_t *b, PyObject *v, size_t start, int depth)
+{
+    if (b->len - start > ARG_REPR_ROOM)
+        return;
+    if (v == Py_None || v == Py_True || v == Py_False || v == Py_Ellipsis ||
+        PyFloat_CheckExact(v) || PyComplex_CheckExact(v) ||
+        (PyLong_CheckExact(v) && _PyLong_NumBits(v) < 4096)) {
+        if (put_builtin_repr(b, v) == 0)
+            return;
+    } else if (PyUnicode_CheckExact(v) || PyBytes_CheckExact(v)) {
+        /* only the head: the repr of a huge string would copy all of it */
+        Py_ssize_t n = PyUnicode_CheckExact(v) ? PyUnicode_GET_LENGTH(v) : PyBytes_GET_SIZE(v);
+        PyObject *head = n > ARG_REPR_ROOM ? PySequence_GetSlice(v, 0, ARG_REPR_ROOM)
+                                           : Py_NewRef(v);
+        int ok = head && put_builtin_repr(b, head) == 0;
+        Py_XDECREF(head);
+        PyErr_Clear();
+        if (ok)
+            return;
+    } else if (depth < 3 && (PyTuple_CheckExact(v) || PyList_CheckExact(v))) {
+        int tuple = PyTuple_CheckExact(v);
+        Py_ssize_t n = tuple ? PyTuple_GET_SIZE(v) : PyList_GET_SIZE(v);
+        st_strbuf_putc(b, tuple ? '(' : '[');
+        for (Py_ssize_t i = 0; i < n && b->len - start <= ARG_REPR_ROOM; i++) {
+            if (i)
+                st_strbuf_puts(b, ", ");
+            /* a list can change under us only through code this runs: none */
+            put_safe_repr(b, tuple ? PyTuple_GET_ITEM(v, i) : PyList_GET_ITEM(v, i), start,
+                          depth + 1);
+        }
+        if (tuple && n == 1)
+            st_strbuf_putc(b, ',');
+        st_strbuf_putc(b, tuple ? ')' : ']');
+        return;
+    } else if (depth < 3 && PyDict_CheckExact(v)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *val;
+        int first = 1;
+        st_strbuf_putc(b, '{');
+        while (b->len - start <= ARG_REPR_ROOM && PyDict_Next(v, &pos, &key, &val)) {
+            if (!first)
+                st_strbuf_puts(b, ", ");
+            first = 0;
+            put_safe_repr(b, key, start, depth + 1);
+            st_strbuf_puts(b, ": ");
+            put_safe_repr(b, val, start, depth + 1);
+        }
+        st_strbuf_putc(b, '}');
+        return;
+    }
+    st_strbuf_printf(b, "<%s object>", Py_TYPE(v)->tp_name);
+}
+
 /* The label of a call with its arguments: name(a=1, b='x')[file:line]. */
 __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback)
 {
@@ -78,8 +174,9 @@ __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, P
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     uint32_t id = fallback;
-    st_strbuf_t b;
+    st_strbuf_t b, r;
     st_strbuf_init(&b);
+    st_strbuf_init(&r);
     const char *name = PyUnicode_AsUTF8(co->co_qualname);
     st_strbuf_puts(&b, name ? name : "?");
     st_strbuf_putc(&b, '(');
@@ -93,24 +190,25 @@ __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, P
             n++;
         for (int i = 0; i < n && i < PyTuple_GET_SIZE(names); i++) {
             PyObject *key = PyTuple_GET_ITEM(names, i);
-            PyObject *val = PyMapping_Check(locals) ? PyObject_GetItem(locals, key) : NULL;
-            PyObject *repr = val ? PyObject_Repr(val) : NULL;
+            PyObject *val = PyDict_Check(locals) ? Py_XNewRef(PyDict_GetItemWithError(locals, key))
+                            : PyMapping_Check(locals) ? PyObject_GetItem(locals, key) : NULL;
             const char *k = PyUnicode_AsUTF8(key);
-            const char *r = repr ? PyUnicode_AsUTF8(repr) : NULL;
             if (i)
                 st_strbuf_puts(&b, ", ");
             st_strbuf_puts(&b, k ? k : "?");
             st_strbuf_putc(&b, '=');
-            if (!r) {
-                st_strbuf_puts(&b, "?");
-            } else if (strlen(r) > 32) {
-                st_strbuf_add(&b, r, 29);
+            st_strbuf_reset(&r);
+            if (val)
+                put_safe_repr(&r, val, 0, 0);
+            else
+                st_strbuf_puts(&r, "?");
+            if (r.len > 32) {
+                st_strbuf_add(&b, st_strbuf_cstr(&r), 29);
                 st_strbuf_puts(&b, "...");
             } else {
-                st_strbuf_puts(&b, r);
+                st_strbuf_puts(&b, st_strbuf_cstr(&r));
             }
             Py_XDECREF(val);
-            Py_XDECREF(repr);
             PyErr_Clear();
         }
     }
@@ -123,6 +221,7 @@ __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, P
     if (loc != ST_LOC_NONE && intern_label(&b, loc, &got) == 0)
         id = got;
     st_strbuf_free(&b);
+    st_strbuf_free(&r);
     PyErr_Restore(et, ev, tb);
     return id;
 }
@@ -151,8 +250,9 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
     }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    PyObject *hold;
     const char *name = PyUnicode_AsUTF8(co->co_name);
-    const char *file = PyUnicode_AsUTF8(co->co_filename);
+    const char *file = st_pytext_utf8(co->co_filename, &hold);
     const char *qual = PyUnicode_AsUTF8(co->co_qualname);
     ci->keep = ci->module_ok = 0;
     if (name && file && qual) {
@@ -160,6 +260,7 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
         ci->module_ok = (st_py.include_internal || !internal) && st_filter_keeps_module(&st_py.filter, file);
         ci->keep = ci->module_ok && st_filter_keeps(&st_py.filter, name, file);
     }
+    Py_XDECREF(hold);
     /* The label is made at the first call that a tree can record
      * (st_pylabel_resolve), so that labels and locations stay bounded by the
      * nodes (STRATA_MAX_NODES), however many functions a program runs. */

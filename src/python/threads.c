@@ -144,6 +144,8 @@ st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid)
     ts->scope_nest = ts->suppress_nest = 0;
     ts->unnamed = 0;
     ts->skipped_events = 0;
+    ts->chained = NULL;
+    ts->swallow = NULL;
     update_blocked(ts);
     if (PyList_Append(st_py.threads, (PyObject *)ts) < 0) {
         Py_DECREF(ts);

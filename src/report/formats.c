@@ -49,6 +49,34 @@ void st_report_opts_init(st_report_opts_t *o)
     o->precision = 6;
 }
 
+const char *st_report_title(const st_model_t *m, const char *fallback)
+{
+    /* `strata python [options] [--] script.py|-m module [args]`: the word after
+     * "--", else after -m, else the first word that names a .py file */
+    const char *const *c = m->command;
+    size_t n = m->ncommand;
+    for (size_t i = 2; i + 1 < n; i++) {
+        if (strcmp(c[i], "--") == 0) {
+            if (strcmp(c[i + 1], "-m") == 0)
+                return i + 2 < n ? c[i + 2] : fallback;
+            return c[i + 1];
+        }
+        if (strcmp(c[i], "-m") == 0)
+            return c[i + 1];
+    }
+    static const char *const file_flags[] = {"-s", "--setup", "-c", "--config", "-o",
+                                             "--output"};
+    for (size_t i = 2; i < n; i++) {
+        size_t len = strlen(c[i]);
+        int flag_value = 0; /* the file of -s setup.py is not the script */
+        for (size_t k = 0; k < sizeof file_flags / sizeof file_flags[0]; k++)
+            flag_value |= strcmp(c[i - 1], file_flags[k]) == 0;
+        if (!flag_value && len > 3 && strcmp(c[i] + len - 3, ".py") == 0)
+            return c[i];
+    }
+    return n ? c[n - 1] : fallback;
+}
+
 int st_format_find(const char *name)
 {
     for (int i = 0; i < ST_NFORMATS; i++)
@@ -99,6 +127,37 @@ void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, 
         snprintf(buf, size, "%s%s", stem, formats[f].ext);
 }
 
+/* 1 if an executable `name` is found on PATH. */
+static int on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char full[PATH_MAX];
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        if (snprintf(full, sizeof full, "%.*s/%s", (int)n, n ? p : ".", name) < (int)sizeof full) {
+            struct stat st;
+            if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
+                return 1;
+        }
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return 0;
+}
+
+int st_formats_check_tools(unsigned mask, const char *what, st_msg_t *msg)
+{
+    unsigned graphviz = mask & ((1u << ST_FMT_PNG) | (1u << ST_FMT_SVG));
+    if (graphviz && !on_path("dot"))
+        return st_msg_set(msg, ST_EINVAL,
+                          "%s: %s needs Graphviz's dot command, which is not on PATH (apt-get "
+                          "install graphviz), or choose dot and render it later",
+                          what, (graphviz & (1u << ST_FMT_PNG)) ? "png" : "svg");
+    return 0;
+}
 
 /* Runs Graphviz's dot on the graph text, reading the image from its output. */
 static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *type,
@@ -276,59 +335,119 @@ int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
     return rc;
 }
 
-static int write_one(const char *dir, const char *name, const st_strbuf_t *data,
-                     st_strbuf_t *written, st_msg_t *msg)
+int st_format_check_target(const char *path, const st_report_opts_t *o, st_msg_t *msg)
 {
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-        return st_msg_set(msg, ST_EIO, "path too long in '%s'", dir);
-    int rc = st_fs_write_atomic(path, data->data ? data->data : "", data->len, msg);
-    if (rc == 0 && written)
-        st_strbuf_printf(written, "%s\n", path);
-    return rc;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    for (size_t i = 0; i < o->ninputs; i++)
+        if (o->inputs[i].dev == st.st_dev && o->inputs[i].ino == st.st_ino)
+            return st_msg_set(msg, ST_EIO, "'%s' is an input: it is never written over (choose "
+                                           "another -o)",
+                              path);
+    if (o->keep_existing)
+        return st_msg_set(msg, ST_EIO, "'%s' already exists (use --force to replace it)", path);
+    return 0;
+}
+
+/* One file of a results folder: a format, or one component's table (comp >= 0),
+ * or the load-balance table (comp == -2). */
+typedef struct {
+    int f, comp;
+    char name[128];
+} job_t;
+
+static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
+{
+    size_t n = 0;
+    for (int f = 0; f < ST_NFORMATS; f++) {
+        if (!(mask & (1u << f)))
+            continue;
+        if (f != ST_FMT_TEXT) {
+            jobs[n].f = f;
+            jobs[n].comp = -1;
+            st_format_file_name((st_format_t)f, m->has_rank, m->rank, jobs[n].name,
+                                sizeof jobs[n].name);
+            n++;
+            continue;
+        }
+        for (int c = 0; c < ST_NCOMPONENTS; c++) {
+            if (!(m->components & (1u << c)))
+                continue;
+            const char *cn = st_component_info((st_component_t)c)->name;
+            jobs[n].f = f;
+            jobs[n].comp = c;
+            if (m->has_rank)
+                snprintf(jobs[n].name, sizeof jobs[n].name, "%s-%u.txt", cn, m->rank);
+            else
+                snprintf(jobs[n].name, sizeof jobs[n].name, "%s.txt", cn);
+            n++;
+        }
+        if (st_model_count_ranks(m) > 1) {
+            jobs[n].f = f;
+            jobs[n].comp = -2;
+            snprintf(jobs[n].name, sizeof jobs[n].name, "load_balance.txt");
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Streams one planned file into path. */
+static int write_job(const st_model_t *m, const job_t *job, const char *path,
+                     const st_report_opts_t *o, st_msg_t *msg)
+{
+    st_fs_out_t fo;
+    int rc = st_fs_out_open(&fo, path, msg);
+    if (rc < 0)
+        return rc;
+    if (job->comp >= 0)
+        rc = tables(&fo.buf, m, o, job->comp, msg);
+    else if (job->comp == -2)
+        rc = st_loadbal_write(&fo.buf, m, o->precision) < 0
+                 ? st_msg_set(msg, ST_ENOMEM, "out of memory")
+                 : 0;
+    else
+        rc = st_format_render(&fo.buf, m, (st_format_t)job->f, o, msg);
+    if (rc < 0 && !fo.buf.sink_errno) { /* not a write that failed: commit says those */
+        st_fs_out_abort(&fo);
+        return rc;
+    }
+    return st_fs_out_commit(&fo, o->keep_existing ? ST_FS_KEEP : ST_FS_REPLACE, msg);
 }
 
 int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
-                         const st_report_opts_t *o, st_strbuf_t *written, st_msg_t *msg)
+                         const st_report_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
+                         st_msg_t *msg)
 {
-    st_strbuf_t buf;
-    st_strbuf_init(&buf);
-    int rc = 0;
-    char name[128];
-    for (int f = 0; f < ST_NFORMATS && rc == 0; f++) {
-        if (!(mask & (1u << f)))
-            continue;
-        if (f == ST_FMT_TEXT) {
-            for (int c = 0; c < ST_NCOMPONENTS && rc == 0; c++) {
-                if (!(m->components & (1u << c)))
-                    continue;
-                st_strbuf_reset(&buf);
-                rc = tables(&buf, m, o, c, msg);
-                const char *cn = st_component_info((st_component_t)c)->name;
-                if (m->has_rank)
-                    snprintf(name, sizeof name, "%s-%u.txt", cn, m->rank);
-                else
-                    snprintf(name, sizeof name, "%s.txt", cn);
-                if (rc == 0)
-                    rc = write_one(dir, name, &buf, written, msg);
+    job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + 1];
+    size_t n = plan(m, mask, jobs);
+    char path[PATH_MAX];
+    for (size_t j = 0; j < n; j++) {
+        if (snprintf(path, sizeof path, "%s/%s", dir, jobs[j].name) >= (int)sizeof path)
+            return st_msg_set(msg, ST_EIO, "path too long in '%s'", dir);
+        int rc = st_format_check_target(path, o, msg);
+        if (rc < 0)
+            return rc;
+    }
+    /* Every file is tried: one that fails (Graphviz's dot, a full disk) never stops
+     * the others. */
+    int first_rc = 0;
+    for (size_t j = 0; j < n; j++) {
+        snprintf(path, sizeof path, "%s/%s", dir, jobs[j].name);
+        st_msg_t one;
+        int rc = write_job(m, &jobs[j], path, o, &one);
+        if (rc == 0 && written) {
+            st_strbuf_printable(written, path);
+            st_strbuf_putc(written, '\n');
+        } else if (rc < 0) {
+            if (first_rc == 0) {
+                first_rc = rc;
+                *msg = one;
             }
-            if (rc == 0 && st_model_count_ranks(m) > 1) {
-                st_strbuf_reset(&buf);
-                rc = st_loadbal_write(&buf, m, o->precision);
-                if (rc < 0)
-                    rc = st_msg_set(msg, rc, "out of memory");
-                else
-                    rc = write_one(dir, "load_balance.txt", &buf, written, msg);
-            }
-            continue;
-        }
-        st_strbuf_reset(&buf);
-        rc = st_format_render(&buf, m, (st_format_t)f, o, msg);
-        if (rc == 0) {
-            st_format_file_name((st_format_t)f, m->has_rank, m->rank, name, sizeof name);
-            rc = write_one(dir, name, &buf, written, msg);
+            if (errors)
+                st_strbuf_printf(errors, "%s\n", one.text);
         }
     }
-    st_strbuf_free(&buf);
-    return rc;
+    return first_rc;
 }

@@ -13,8 +13,9 @@
  *
  * In a results folder each format has a fixed file name; a process with an MPI
  * rank puts the rank in each name (profile-3.json, wall_clock-3.txt). Every file
- * is written to a temporary name beside it and renamed into place, so a file with
- * its final name is always whole. */
+ * is streamed to a temporary name beside it (memory stays bounded however large
+ * the file) and renamed into place, so a file with its final name is always
+ * whole. */
 #ifndef STRATA_REPORT_FORMATS_H
 #define STRATA_REPORT_FORMATS_H
 
@@ -22,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/fsutil.h"
 #include "core/model.h"
 #include "core/strbuf.h"
 #include "output/dot.h"
@@ -44,10 +46,17 @@ typedef struct {
     st_dot_opts_t dot;
     int precision;          /* decimals in the text tables */
     const char *title;      /* names the result in html and speedscope */
+    int keep_existing;      /* 1: refuse to replace an existing file (no --force) */
+    const st_fs_id_t *inputs; /* files never written over, even with --force */
+    size_t ninputs;
 } st_report_opts_t;
 
 /* Defaults: gprof2dot's thresholds, 6 decimals. */
 void st_report_opts_init(st_report_opts_t *o);
+
+/* What names a result in html and speedscope: the module of a `-m` run, else the
+ * script, as the run's command line gave them; `fallback` if it has none. */
+const char *st_report_title(const st_model_t *m, const char *fallback);
 
 /* The format named `name`, or -1. */
 int st_format_find(const char *name);
@@ -62,6 +71,11 @@ int st_formats_parse(const char *list, unsigned *mask, st_msg_t *msg);
  * component's. */
 void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, size_t size);
 
+/* Checks that the tools the formats in mask need can be run: png and svg need
+ * Graphviz's dot on PATH. ST_EINVAL with a message naming `what` (the setting or
+ * flag that asked) when one is missing; 0 otherwise. */
+int st_formats_check_tools(unsigned mask, const char *what, st_msg_t *msg);
+
 /* Renders format f of m into out (binary for pstats and png). Text is every
  * table, one after another. png and svg run Graphviz's dot: ST_EIO with a clear
  * message when it is not installed or fails. */
@@ -69,11 +83,19 @@ int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
                      const st_report_opts_t *o, st_msg_t *msg);
 
 
+/* Checks that path may be written under o: ST_EIO with a message when it is one
+ * of o->inputs, or exists while o->keep_existing. */
+int st_format_check_target(const char *path, const st_report_opts_t *o, st_msg_t *msg);
+
 /* Writes every format in mask into folder dir (which exists) under its file name.
  * Text writes <component>.txt for each component (and load_balance.txt for a
- * result of several ranks). If `written` is not NULL, each path written is
- * appended to it, one per line. */
+ * result of several ranks). Every name is checked first (st_format_check_target):
+ * a name refused writes nothing. Then every file is tried, one that fails never
+ * stopping the others. If `written` is not NULL, each path written is appended to
+ * it, one per line; if `errors` is not NULL, each failure's message is, one per
+ * line. Returns 0, or the first failure's code with msg holding its text. */
 int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
-                         const st_report_opts_t *o, st_strbuf_t *written, st_msg_t *msg);
+                         const st_report_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
+                         st_msg_t *msg);
 
 #endif

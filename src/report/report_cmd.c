@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/err.h"
+#include "core/number.h"
 #include "input/merge.h"
 #include "input/profile.h"
 #include "report/formats.h"
@@ -18,6 +19,23 @@
 static int fail(const char *text)
 {
     fprintf(stderr, "strata: error: %s\n", text);
+    return 2;
+}
+
+/* After st_formats_write_dir failed: the files it wrote, then a `strata: error:`
+ * line for each that failed (only msg's when none was written: a name refused). */
+static int failed_files(st_strbuf_t *written, st_strbuf_t *errors,
+                        const st_msg_t *msg)
+{
+    fputs(st_strbuf_cstr(written), stderr);
+    if (!errors->len)
+        return fail(msg->text);
+    const char *e = st_strbuf_cstr(errors);
+    while (*e) {
+        size_t n = strcspn(e, "\n");
+        fprintf(stderr, "strata: error: %.*s\n", (int)n, e);
+        e += n + (e[n] == '\n');
+    }
     return 2;
 }
 
@@ -144,6 +162,48 @@ static int resolve(const char *arg, paths_t *out, st_msg_t *msg)
     return rc;
 }
 
+/* What tells two results apart: the run (host, pid, start) and the rank. */
+typedef struct {
+    char *host;
+    long pid;
+    uint64_t start_ns;
+    int has_rank;
+    uint32_t rank;
+    const char *path;
+} run_id_t;
+
+/* Warns when the result at `path` is a run already merged (the same file twice,
+ * or a copy of it): its calls would count twice. */
+static int note_run(run_id_t **ids, size_t *n, const st_model_t *m, const char *path)
+{
+    run_id_t me = {NULL, m->pid, m->start_ns, m->has_rank, m->rank, path};
+    for (size_t i = 0; i < *n; i++) {
+        const run_id_t *o = &(*ids)[i];
+        if (o->pid == me.pid && o->start_ns == me.start_ns && o->has_rank == me.has_rank &&
+            o->rank == me.rank && strcmp(o->host, m->host ? m->host : "") == 0 && me.start_ns) {
+            char a[PATH_MAX], b[PATH_MAX], h[256];
+            char rank[32] = "";
+            if (me.has_rank)
+                snprintf(rank, sizeof rank, ", rank %u", me.rank);
+            fprintf(stderr,
+                    "strata: warning: '%s' and '%s' are the same run (pid %ld on '%s'%s): its "
+                    "calls are counted twice in the merge\n",
+                    st_text_printable(a, sizeof a, o->path), st_text_printable(b, sizeof b, path),
+                    me.pid, st_text_printable(h, sizeof h, o->host), rank);
+            break;
+        }
+    }
+    run_id_t *q = realloc(*ids, (*n + 1) * sizeof *q);
+    if (!q || !(me.host = strdup(m->host ? m->host : ""))) {
+        if (q)
+            *ids = q;
+        return ST_ENOMEM;
+    }
+    *ids = q;
+    q[(*n)++] = me;
+    return 0;
+}
+
 /* Loads and merges every file into out (a single file is loaded as it is, unless
  * `always_merge`). */
 static int load_all(const paths_t *files, st_profile_t *out, int always_merge, st_msg_t *msg)
@@ -153,23 +213,49 @@ static int load_all(const paths_t *files, st_profile_t *out, int always_merge, s
     st_merger_t mg;
     if (st_merge_begin(&mg, out, 0) < 0)
         return st_msg_set(msg, ST_ENOMEM, "out of memory merging");
+    run_id_t *ids = NULL;
+    size_t nids = 0;
     int rc = 0;
     for (size_t i = 0; i < files->n && rc == 0; i++) {
         st_profile_t one;
         rc = st_profile_load(&one, files->paths[i], msg);
         if (rc < 0)
             break;
-        if (st_merge_add(&mg, &one.model) < 0)
+        if (note_run(&ids, &nids, &one.model, files->paths[i]) < 0 ||
+            st_merge_add(&mg, &one.model) < 0)
             rc = st_msg_set(msg, ST_ENOMEM, "out of memory merging");
         st_profile_free(&one);
     }
+    for (size_t i = 0; i < nids; i++)
+        free(ids[i].host);
+    free(ids);
     if (rc == 0 && st_merge_end(&mg) < 0)
         rc = st_msg_set(msg, ST_ENOMEM, "out of memory merging");
     if (rc < 0) {
         free(mg.contrib);
         st_profile_free(out);
     }
+    if (rc == 0 && mg.saturated)
+        fprintf(stderr, "strata: warning: some sums or counts reached %llu, the largest a "
+                        "profile holds, and stay there (saturated)\n",
+                (unsigned long long)ST_COUNT_MAX);
     return rc;
+}
+
+/* The identities of the input files, which no output may replace. */
+static int input_ids(const paths_t *files, st_fs_id_t **ids)
+{
+    *ids = calloc(files->n + 1, sizeof **ids);
+    if (!*ids)
+        return ST_ENOMEM;
+    for (size_t i = 0; i < files->n; i++) {
+        struct stat st;
+        if (stat(files->paths[i], &st) == 0) {
+            (*ids)[i].dev = st.st_dev;
+            (*ids)[i].ino = st.st_ino;
+        }
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ options */
@@ -177,6 +263,7 @@ static int load_all(const paths_t *files, st_profile_t *out, int always_merge, s
 typedef struct {
     const char *formats;
     const char *out;
+    int force;
     st_report_opts_t ro;
     char **inputs;
     int ninputs;
@@ -184,12 +271,8 @@ typedef struct {
 
 static int parse_double(const char *flag, const char *v, double *out, st_msg_t *msg)
 {
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (errno || end == v || *end || d < 0 || d > 100)
+    if (st_num_double(v, 0, 100, out) < 0)
         return st_msg_set(msg, ST_EUSAGE, "%s: '%s' is not a percentage from 0 to 100", flag, v);
-    *out = d;
     return 0;
 }
 
@@ -235,6 +318,8 @@ static int parse_opts(opts_t *o, int argc, char **argv, int report, st_msg_t *ms
         if (strcmp(flag, "--format") == 0 || strcmp(flag, "-f") == 0) {
             rc = take_value(argc, argv, &i, eq, &v, msg);
             o->formats = v;
+        } else if (strcmp(flag, "--force") == 0 && !eq) {
+            o->force = 1;
         } else if (strcmp(flag, "-o") == 0 || strcmp(flag, "--output") == 0) {
             rc = take_value(argc, argv, &i, eq, &v, msg);
             o->out = v;
@@ -251,9 +336,8 @@ static int parse_opts(opts_t *o, int argc, char **argv, int report, st_msg_t *ms
             o->ro.dot.colour_by_self = 1;
         } else if (strcmp(flag, "--precision") == 0) {
             rc = take_value(argc, argv, &i, eq, &v, msg);
-            char *end;
-            long p = rc == 0 ? strtol(v, &end, 10) : 0;
-            if (rc == 0 && (end == v || *end || p < 0 || p > 12))
+            int64_t p = 6;
+            if (rc == 0 && st_num_int(v, 0, 12, &p) < 0)
                 rc = st_msg_set(msg, ST_EUSAGE, "--precision: '%s' is not a whole number from "
                                                 "0 to 12", v);
             o->ro.precision = (int)p;
@@ -269,7 +353,7 @@ static int parse_opts(opts_t *o, int argc, char **argv, int report, st_msg_t *ms
 
 static void report_usage(FILE *out)
 {
-    fputs("usage: strata report [--format F] [-o OUT] [-n PCT] [-e PCT]\n"
+    fputs("usage: strata report [--format F] [-o OUT] [--force] [-n PCT] [-e PCT]\n"
           "                     [--colour-nodes-by-selftime] [--precision N] RESULT\n"
           "\n"
           "Renders RESULT (a profile.json, or a results folder) in another format.\n"
@@ -278,6 +362,7 @@ static void report_usage(FILE *out)
           "               callgrind, html; several (F,F) write each into -o's folder\n"
           "  -o OUT       the file to write ('-': standard output); default: standard\n"
           "               output for text, else the format's file in RESULT's folder\n"
+          "  --force      replace files that exist (never RESULT's own files)\n"
           "  -n PCT       call graph: leave out functions under PCT %% of the total (0.5)\n"
           "  -e PCT       call graph: leave out calls under PCT %% of the total (0.1)\n"
           "  --colour-nodes-by-selftime   colour the call graph by self time\n"
@@ -287,11 +372,12 @@ static void report_usage(FILE *out)
 
 static void merge_usage(FILE *out)
 {
-    fputs("usage: strata merge [--format F[,F...]] -o OUT RESULT...\n"
+    fputs("usage: strata merge [--format F[,F...]] [--force] -o OUT RESULT...\n"
           "\n"
           "Combines runs (summed) and MPI ranks (kept apart, with a load-balance table)\n"
           "into the results folder OUT. RESULT is a profile.json, a profile-<rank>.json or\n"
-          "a results folder. --format chooses what OUT holds (default text,json).\n",
+          "a results folder. --format chooses what OUT holds (default text,json); files\n"
+          "already in OUT are kept unless --force (an input is never written over).\n",
           out);
 }
 
@@ -308,15 +394,6 @@ static void result_dir(const char *arg, char *buf, size_t size)
         snprintf(buf, size, ".");
     else
         snprintf(buf, size, "%.*s", slash == arg ? 1 : (int)(slash - arg), arg);
-}
-
-static const char *title_of(const st_model_t *m, const char *fallback)
-{
-    /* the script, as `strata python` ran it: the word after "--" or the last */
-    for (size_t i = 0; i + 1 < m->ncommand; i++)
-        if (strcmp(m->command[i], "--") == 0)
-            return m->command[i + 1];
-    return m->ncommand ? m->command[m->ncommand - 1] : fallback;
 }
 
 int st_report_main(int argc, char **argv)
@@ -344,15 +421,22 @@ int st_report_main(int argc, char **argv)
     const char *arg = o.inputs[0];
     paths_t files = {0};
     st_profile_t p;
+    st_fs_id_t *ids = NULL;
     rc = resolve(arg, &files, &msg);
+    if (rc == 0 && input_ids(&files, &ids) < 0)
+        rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");
     if (rc == 0)
         rc = load_all(&files, &p, 0, &msg);
+    o.ro.inputs = ids;
+    o.ro.ninputs = files.n;
+    o.ro.keep_existing = !o.force;
     paths_free(&files);
     if (rc < 0) {
+        free(ids);
         free(o.inputs);
         return fail(msg.text);
     }
-    o.ro.title = title_of(&p.model, "strata profile");
+    o.ro.title = st_report_title(&p.model, "strata profile");
     int several = (mask & (mask - 1)) != 0;
     int status = 0;
     if (several || (!o.out && !(mask & (1u << ST_FMT_TEXT)))) {
@@ -362,35 +446,50 @@ int st_report_main(int argc, char **argv)
             snprintf(dir, sizeof dir, "%s", o.out);
         else
             result_dir(arg, dir, sizeof dir);
-        st_strbuf_t written;
+        st_strbuf_t written, errors;
         st_strbuf_init(&written);
+        st_strbuf_init(&errors);
         if (o.out && st_fs_make_dirs(dir) != 0)
             status = failf(&msg, ST_EIO, "cannot create the folder '%s'", dir);
-        else if (st_formats_write_dir(&p.model, mask, dir, &o.ro, &written, &msg) < 0)
-            status = fail(msg.text);
+        else if (st_formats_write_dir(&p.model, mask, dir, &o.ro, &written, &errors, &msg) < 0)
+            status = failed_files(&written, &errors, &msg);
         else
             fprintf(stderr, "%s", st_strbuf_cstr(&written));
         st_strbuf_free(&written);
+        st_strbuf_free(&errors);
     } else {
         int f = 0;
         while (!(mask & (1u << f)))
             f++;
-        st_strbuf_t buf;
-        st_strbuf_init(&buf);
-        rc = st_format_render(&buf, &p.model, (st_format_t)f, &o.ro, &msg);
-        if (rc < 0) {
-            status = fail(msg.text);
-        } else if (!o.out || strcmp(o.out, "-") == 0) {
-            if (buf.len && fwrite(buf.data, 1, buf.len, stdout) != buf.len)
+        if (!o.out || strcmp(o.out, "-") == 0) {
+            /* streamed to standard output */
+            st_strbuf_t buf;
+            st_strbuf_init(&buf);
+            st_strbuf_stream(&buf, stdout);
+            rc = st_format_render(&buf, &p.model, (st_format_t)f, &o.ro, &msg);
+            if (rc < 0 && !buf.sink_errno)
+                status = fail(msg.text);
+            else if (st_strbuf_flush(&buf) < 0)
                 status = fail("cannot write to standard output");
-            if (fflush(stdout) != 0)
-                status = fail("cannot write to standard output");
-        } else if (st_fs_write_atomic(o.out, buf.data ? buf.data : "", buf.len, &msg) < 0) {
-            status = fail(msg.text);
+            st_strbuf_free(&buf);
+        } else {
+            st_fs_out_t fo;
+            if (st_format_check_target(o.out, &o.ro, &msg) < 0 ||
+                st_fs_out_open(&fo, o.out, &msg) < 0) {
+                status = fail(msg.text);
+            } else {
+                rc = st_format_render(&fo.buf, &p.model, (st_format_t)f, &o.ro, &msg);
+                if (rc < 0 && !fo.buf.sink_errno) {
+                    st_fs_out_abort(&fo);
+                    status = fail(msg.text);
+                } else if (st_fs_out_commit(&fo, o.force ? ST_FS_REPLACE : ST_FS_KEEP, &msg) < 0) {
+                    status = fail(msg.text);
+                }
+            }
         }
-        st_strbuf_free(&buf);
     }
     st_profile_free(&p);
+    free(ids);
     free(o.inputs);
     return status;
 }
@@ -420,6 +519,9 @@ int st_merge_main(int argc, char **argv)
     paths_t files = {0};
     for (int i = 0; i < o.ninputs && rc == 0; i++)
         rc = resolve(o.inputs[i], &files, &msg);
+    st_fs_id_t *ids = NULL;
+    if (rc == 0 && input_ids(&files, &ids) < 0)
+        rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");
     st_profile_t p;
     /* one input is merged too, so that it comes out as a merge would */
     if (rc == 0)
@@ -427,28 +529,36 @@ int st_merge_main(int argc, char **argv)
     size_t nfiles = files.n;
     paths_free(&files);
     if (rc < 0) {
+        free(ids);
         free(o.inputs);
         return fail(msg.text);
     }
+    o.ro.inputs = ids;
+    o.ro.ninputs = nfiles;
+    o.ro.keep_existing = !o.force;
     int status = 0;
-    o.ro.title = title_of(&p.model, "strata profile");
-    st_strbuf_t written;
+    o.ro.title = st_report_title(&p.model, "strata profile");
+    st_strbuf_t written, errors;
     st_strbuf_init(&written);
+    st_strbuf_init(&errors);
     if (st_fs_make_dirs(o.out) != 0) {
         st_msg_set(&msg, ST_EIO, "cannot create the folder '%s': %s", o.out, strerror(errno));
         status = fail(msg.text);
-    } else if (st_formats_write_dir(&p.model, mask, o.out, &o.ro, &written, &msg) < 0) {
-        status = fail(msg.text);
+    } else if (st_formats_write_dir(&p.model, mask, o.out, &o.ro, &written, &errors, &msg) < 0) {
+        status = failed_files(&written, &errors, &msg);
     } else {
         fprintf(stderr, "[strata] merged %zu profile%s", nfiles, nfiles == 1 ? "" : "s");
         if (p.model.nranks)
             fprintf(stderr, " of %u MPI ranks", p.model.nranks);
         if (p.model.nruns > 1)
             fprintf(stderr, " (%u runs summed)", p.model.nruns);
-        fprintf(stderr, " into %s\n", o.out);
+        char shown[PATH_MAX];
+        fprintf(stderr, " into %s\n", st_text_printable(shown, sizeof shown, o.out));
     }
     st_strbuf_free(&written);
+    st_strbuf_free(&errors);
     st_profile_free(&p);
+    free(ids);
     free(o.inputs);
     return status;
 }

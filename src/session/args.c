@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "report/formats.h"
+
 /* One flag of the parsed command line, applied after the file and environment. */
 typedef struct {
     st_setting_id_t id;
@@ -84,6 +86,11 @@ void st_args_print_python_help(FILE *out)
         "  --trace [BOOL]        Record every call in a timeline (trace.pftrace, Perfetto)\n"
         "  --trace-format LIST   Timeline formats: perfetto, chrome (trace.json)\n"
         "\n"
+        "interpreter options (strata python only; python -m strata takes them before -m):\n"
+        "  -u, -O, -OO, -B, -P, -q, -X OPT, -W ARG\n"
+        "                        Passed to the Python interpreter, with python's meaning;\n"
+        "                        for its others use their PYTHON* environment variables\n"
+        "\n"
         "usage: python3 -m strata <STRATA_ARGS> -- <SCRIPT> <SCRIPT_ARGS>\n",
         out);
 }
@@ -126,13 +133,44 @@ static int push_action(action_t **acts, size_t *n, st_setting_id_t id, int op, c
     return 0;
 }
 
-/* Splits argv into actions and the target. */
-static int scan(st_args_t *args, int argc, char **argv, action_t **acts, size_t *nacts,
-                const char **config, FILE *out, st_msg_t *msg)
+/* Whether w is one of the interpreter's options that strata python passes on
+ * (ST_ARGS_INTERPRETER): 0 no, 1 one word, 2 it takes the next word as its value.
+ * None of them names a strata option. */
+static int interp_option(const char *w)
+{
+    if (w[0] != '-' || w[1] == '\0' || w[1] == '-')
+        return 0;
+    if (w[1] == 'X' || w[1] == 'W')
+        return w[2] ? 1 : 2;
+    for (const char *p = w + 1; *p; p++)
+        if (!strchr("uOBPq", *p))
+            return 0;
+    return 1;
+}
+
+/* Splits argv into actions and the target; the interpreter's options are marked in
+ * interp[] (one byte a word). */
+static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *interp,
+                action_t **acts, size_t *nacts, const char **config, FILE *out, st_msg_t *msg)
 {
     int i = 0;
     while (i < argc) {
         const char *w = argv[i];
+        int io = interp_option(w);
+        if (io) {
+            if (!(opts & ST_ARGS_INTERPRETER))
+                return st_msg_set(msg, ST_EUSAGE,
+                                  "'%s' is an option of the Python interpreter: give it to "
+                                  "python before -m strata (python %s -m strata ...), or use "
+                                  "'strata python %s ...'",
+                                  w, w, w);
+            if (io == 2 && i + 1 >= argc)
+                return st_msg_set(msg, ST_EUSAGE, "option '%s' needs a value", w);
+            for (int k = 0; k < io; k++)
+                interp[i + k] = 1;
+            i += io;
+            continue;
+        }
         if (strcmp(w, "--") == 0) {
             i++;
             break;
@@ -148,7 +186,10 @@ static int scan(st_args_t *args, int argc, char **argv, action_t **acts, size_t 
         const char *inl;
         const flag_t *f = find_flag(w, &inl);
         if (!f)
-            return st_msg_set(msg, ST_EUSAGE, "unknown option '%s' (see 'strata python --help')",
+            return st_msg_set(msg, ST_EUSAGE,
+                              "unknown option '%s' (see 'strata python --help'; of python's own "
+                              "options it takes -u -O -OO -B -P -q -X -W, the others through "
+                              "their PYTHON* environment variables)",
                               w);
         i++;
         int rc = 0;
@@ -235,19 +276,80 @@ static int apply(st_settings_t *s, const action_t *a, st_msg_t *msg)
     return 0;
 }
 
+/* Splits argv into the interpreter's options and the other words. */
+static int split_words(st_args_t *args, int argc, char **argv, const char *interp)
+{
+    args->interp_opts = calloc((size_t)argc + 1, sizeof *args->interp_opts);
+    args->strata_words = calloc((size_t)argc + 1, sizeof *args->strata_words);
+    if (!args->interp_opts || !args->strata_words)
+        return ST_ENOMEM;
+    for (int i = 0; i < argc; i++) {
+        if (interp[i])
+            args->interp_opts[args->ninterp_opts++] = argv[i];
+        else
+            args->strata_words[args->nstrata_words++] = argv[i];
+    }
+    return 0;
+}
+
+/* Settings that act only together with another, and formats that need a tool: a
+ * mistake found here is found before anything runs. */
+static int check_together(const st_settings_t *s, st_warn_fn warn, st_msg_t *msg)
+{
+    const st_value_t *tf = &s->v[ST_S_TRACE_FORMAT];
+    if (!st_settings_bool(s, ST_S_TRACE) && tf->source != ST_SRC_DEFAULT) {
+        st_strbuf_t v;
+        st_strbuf_init(&v);
+        st_settings_format(s, ST_S_TRACE_FORMAT, &v);
+        char text[512];
+        if (tf->source == ST_SRC_FLAG) {
+            int rc = st_msg_set(msg, ST_EUSAGE,
+                                "--trace-format %s chooses the timeline's formats, but no "
+                                "timeline is recorded: add --trace (or STRATA_TRACE=ON)",
+                                st_strbuf_cstr(&v));
+            st_strbuf_free(&v);
+            return rc;
+        }
+        /* A config file written by `strata avail -G` holds every setting: the default
+         * value there says nothing. */
+        if (strcmp(st_strbuf_cstr(&v), st_setting_def(ST_S_TRACE_FORMAT)->defval) != 0) {
+            snprintf(text, sizeof text,
+                     "STRATA_TRACE_FORMAT=%s (from the %s) has no effect: no timeline is "
+                     "recorded without STRATA_TRACE=ON (or --trace)",
+                     st_strbuf_cstr(&v), tf->source == ST_SRC_FILE ? "config file" : "environment");
+            if (warn)
+                warn(text);
+        }
+        st_strbuf_free(&v);
+    }
+    size_t n;
+    char *const *list = st_settings_list(s, ST_S_OUTPUT_FORMATS, &n);
+    unsigned mask = 0;
+    for (size_t i = 0; i < n; i++) {
+        int f = st_format_find(list[i]);
+        if (f >= 0)
+            mask |= 1u << f;
+    }
+    return st_formats_check_tools(mask, "STRATA_OUTPUT_FORMATS", msg);
+}
+
 int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *envp,
-                         st_warn_fn warn, FILE *out, st_msg_t *msg)
+                         unsigned opts, st_warn_fn warn, FILE *out, st_msg_t *msg)
 {
     memset(args, 0, sizeof *args);
     action_t *acts = NULL;
     size_t nacts = 0;
     const char *config = NULL;
-    int rc = st_settings_init(&args->settings);
+    char *interp = calloc((size_t)argc + 1, 1);
+    int rc = interp ? st_settings_init(&args->settings) : ST_ENOMEM;
     if (rc < 0) {
+        free(interp);
         st_msg_set(msg, rc, "out of memory");
         return rc;
     }
-    rc = scan(args, argc, argv, &acts, &nacts, &config, out, msg);
+    rc = scan(args, argc, argv, opts, interp, &acts, &nacts, &config, out, msg);
+    if (rc == 0 && split_words(args, argc, argv, interp) < 0)
+        rc = st_msg_set(msg, ST_ENOMEM, "out of memory");
     if (rc < 0)
         goto fail;
 
@@ -259,6 +361,10 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
         if (rc < 0)
             goto fail;
     }
+
+    rc = check_together(&args->settings, warn, msg);
+    if (rc < 0)
+        goto fail;
 
     if (!args->target) {
         rc = st_msg_set(msg, ST_EUSAGE,
@@ -280,16 +386,34 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
         }
     }
     const char *setup = st_settings_str(&args->settings, ST_S_SETUP);
-    if (*setup && access(setup, R_OK) != 0) {
-        rc = st_msg_set(msg, ST_EINVAL, "cannot read setup file '%s': %s", setup, strerror(errno));
-        goto fail;
+    if (*setup) {
+        struct stat st;
+        if (stat(setup, &st) != 0 || access(setup, R_OK) != 0) {
+            rc = st_msg_set(msg, ST_EINVAL, "cannot read setup file '%s': %s", setup,
+                            strerror(errno));
+            goto fail;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            rc = st_msg_set(msg, ST_EINVAL, "cannot read setup file '%s': it is a directory",
+                            setup);
+            goto fail;
+        }
     }
     free(acts);
+    free(interp);
     return 0;
 fail:
     free(acts);
+    free(interp);
     st_args_free(args);
     return rc;
 }
 
-void st_args_free(st_args_t *args) { st_settings_free(&args->settings); }
+void st_args_free(st_args_t *args)
+{
+    st_settings_free(&args->settings);
+    free(args->interp_opts);
+    free(args->strata_words);
+    args->interp_opts = args->strata_words = NULL;
+    args->ninterp_opts = args->nstrata_words = 0;
+}

@@ -8,7 +8,11 @@
  * one starting with '-' (as argparse does). Settings are applied in precedence
  * order: defaults, the config file (-c, else STRATA_CONFIG_FILE, else
  * ~/.strata.cfg when it exists), the environment, then the flags in the order
- * given. */
+ * given.
+ *
+ * The interpreter's options (-u, -O, -X OPT, -W ARG...) may come among strata's,
+ * before the target, when the caller can still pass them to the interpreter
+ * (ST_ARGS_INTERPRETER: the `strata` command, which starts it). */
 #ifndef STRATA_SESSION_ARGS_H
 #define STRATA_SESSION_ARGS_H
 
@@ -23,14 +27,28 @@ typedef struct {
     const char *target;     /* script path or module name; points into argv */
     char **target_args;     /* the words after the target; points into argv */
     int ntarget_args;
+    /* With ST_ARGS_INTERPRETER: the interpreter's own options (-u, -X dev...) in
+     * the order given, values included, and the other words of argv, in order
+     * (what strata's runner parses again). Arrays owned by args, words by argv. */
+    char **interp_opts;
+    int ninterp_opts;
+    char **strata_words;
+    int nstrata_words;
 } st_args_t;
 
+/* Accept the options of the Python interpreter that a Python user passes and that
+ * name no strata option: -u, -O, -OO, -B, -P, -q (alone or bundled, -uO), -X OPT
+ * and -W ARG (or -XOPT, -WARG). Without it (python -m strata, where the interpreter
+ * has already started) they are an error that says where to put them. */
+#define ST_ARGS_INTERPRETER 1u
+
 /* Parses argv[0..argc) (the words after `strata python`). envp gives the
- * environment. Returns 0; ST_EHELP after printing help to `out`; or ST_EUSAGE /
- * ST_EINVAL / ST_EIO with msg filled (args is then freed). warn receives warnings
- * (unknown STRATA_ variables) and may be NULL. */
+ * environment; opts is 0 or ST_ARGS_INTERPRETER. Returns 0; ST_EHELP after
+ * printing help to `out`; or ST_EUSAGE / ST_EINVAL / ST_EIO with msg filled (args
+ * is then freed). warn receives warnings (unknown STRATA_ variables) and may be
+ * NULL. */
 int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *envp,
-                         st_warn_fn warn, FILE *out, st_msg_t *msg);
+                         unsigned opts, st_warn_fn warn, FILE *out, st_msg_t *msg);
 void st_args_free(st_args_t *args);
 
 /* Prints the help of `strata python`. */

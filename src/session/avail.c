@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/components.h"
@@ -208,9 +209,12 @@ void st_avail_write_markdown(st_strbuf_t *out)
         "writes one), in the environment, and on the command line where it has a flag.\n"
         "Booleans accept `ON/OFF`, `true/false`, `yes/no` and `1/0` in any case; whole numbers\n"
         "accept the suffixes `k`, `M` and `G` (thousands, millions, billions); lists are\n"
-        "comma- or space-separated, regex lists space-separated. A bad value is an error\n"
-        "naming the setting, the value and what is accepted. `strata avail` shows the current\n"
-        "values and where each came from.\n");
+        "comma- or space-separated, regex lists space-separated. Numbers are decimal (`50`,\n"
+        "`0.5`, `1e3`), spaces around them are ignored, and `nan`, `inf` and hex are refused;\n"
+        "every number is checked against its range. A bad value is an error naming the\n"
+        "setting, the value and what is accepted. A config file holds `NAME = value` lines\n"
+        "(`#` starts a comment), each at most 8191 bytes, the file at most 1 MiB. `strata\n"
+        "avail` shows the current values and where each came from.\n");
     const char *cats[ST_NSETTINGS];
     int ncats = 0;
     for (int i = 0; i < ST_NSETTINGS; i++) {
@@ -244,7 +248,7 @@ void st_avail_write_markdown(st_strbuf_t *out)
 static void print_help(FILE *out)
 {
     fputs("usage: strata avail [-h] [-a] [-c CATEGORY] [--json] [--components]\n"
-          "                    [-G FILE] [--markdown]\n"
+          "                    [-G FILE [--force]] [--markdown]\n"
           "\n"
           "  -h, --help            show this help message and exit\n"
           "  -a, --all             also show each setting's category, flag, choices and\n"
@@ -255,6 +259,9 @@ static void print_help(FILE *out)
           "  --components          list the profile components and their units\n"
           "  -G FILE, --generate FILE\n"
           "                        write a configuration file with the current values\n"
+          "                        (an existing FILE only with --force; never the config\n"
+          "                        file the values were read from)\n"
+          "  --force               with -G: replace FILE if it exists\n"
           "  --markdown            print the registry as Markdown (docs/settings.md)\n",
           out);
 }
@@ -267,9 +274,37 @@ static int fail(const char *text)
     return 2;
 }
 
+/* -G FILE: the config file, never over the one the values came from, nor over
+ * any existing file without --force. */
+static int generate_config(const char *path, const st_settings_t *s, int all, int force,
+                           char *const *envp)
+{
+    st_msg_t msg;
+    char buf[4096];
+    const char *input = st_settings_config_path(NULL, envp, buf, sizeof buf);
+    struct stat a, b;
+    if (input && stat(input, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino) {
+        st_msg_set(&msg, ST_EIO, "'%s' is the config file the values were read from: it is "
+                                 "never written over (choose another file)", path);
+        return fail(msg.text);
+    }
+    if (!force && lstat(path, &b) == 0) {
+        st_msg_set(&msg, ST_EIO, "'%s' already exists (use --force to replace it)", path);
+        return fail(msg.text);
+    }
+    st_fs_out_t fo;
+    if (st_fs_out_open(&fo, path, &msg) < 0)
+        return fail(msg.text);
+    st_avail_write_config(&fo.buf, s, all);
+    if (st_fs_out_commit(&fo, force ? ST_FS_REPLACE : ST_FS_KEEP, &msg) < 0)
+        return fail(msg.text);
+    return 0;
+}
+
 int st_avail_main(int argc, char **argv, char *const *envp, FILE *out)
 {
-    int all = 0, json = 0, components = 0, markdown = 0;
+    int all = 0, json = 0, components = 0, markdown = 0, force = 0;
     const char *category = NULL, *generate = NULL;
     st_msg_t msg;
     for (int i = 0; i < argc; i++) {
@@ -285,6 +320,8 @@ int st_avail_main(int argc, char **argv, char *const *envp, FILE *out)
             components = 1;
         } else if (strcmp(w, "--markdown") == 0) {
             markdown = 1;
+        } else if (strcmp(w, "--force") == 0) {
+            force = 1;
         } else if (strcmp(w, "-c") == 0 || strcmp(w, "--category") == 0 ||
                    strcmp(w, "-G") == 0 || strcmp(w, "--generate") == 0) {
             if (i + 1 >= argc) {
@@ -335,12 +372,9 @@ int st_avail_main(int argc, char **argv, char *const *envp, FILE *out)
             return fail(msg.text);
         }
         if (generate) {
-            st_avail_write_config(&buf, &s, all);
-            if (st_fs_write_atomic(generate, buf.data ? buf.data : "", buf.len, &msg) < 0)
-                status = fail(msg.text);
-            else
+            status = generate_config(generate, &s, all, force, envp);
+            if (status == 0)
                 fprintf(out, "strata: wrote %s\n", generate);
-            st_strbuf_reset(&buf);
         } else if (json) {
             st_avail_write_json(&buf, &s, components ? "" : category);
         } else {

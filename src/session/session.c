@@ -1,6 +1,9 @@
+#define _GNU_SOURCE /* fopencookie */
 #include "session/session.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,7 +58,7 @@ int st_session_start(st_session_t *s, st_msg_t *msg)
     }
     if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING)) {
         int rc = st_sampler_start(&s->sampler, st_settings_float(set, ST_S_PROCESS_SAMPLING_FREQ),
-                                  msg);
+                                  s->helper_threads, msg);
         if (rc < 0)
             return rc;
         s->sampling = 1;
@@ -111,6 +114,38 @@ int st_session_set_command(st_session_t *s, int argc, char *const *argv)
     return 0;
 }
 
+/* The note left in the results folder while the program runs. */
+static const char incomplete_note[] =
+    "This run of strata has not written its results: the program is still running, or it\n"
+    "ended in a way that let strata write nothing (SIGKILL, a crash, a signal strata does\n"
+    "not catch). strata removes this file once the results are written. See\n"
+    "docs/usage.md, \"When the program does not end normally\".\n";
+
+void st_session_file_name(const st_session_t *s, const char *stem, const char *ext, char *buf,
+                          size_t size)
+{
+    if (s->has_rank)
+        snprintf(buf, size, "%s-%u%s", stem, s->rank, ext);
+    else
+        snprintf(buf, size, "%s%s", stem, ext);
+}
+
+static void incomplete_path(const st_session_t *s, char *buf, size_t size)
+{
+    char name[64];
+    st_session_file_name(s, "incomplete", ".txt", name, sizeof name);
+    if (snprintf(buf, size, "%s/%s", s->outdir, name) >= (int)size)
+        *buf = '\0';
+}
+
+void st_session_unmark(st_session_t *s)
+{
+    char path[PATH_MAX];
+    incomplete_path(s, path, sizeof path);
+    if (*path)
+        unlink(path);
+}
+
 int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
 {
     snprintf(s->target, sizeof s->target, "%s", target);
@@ -135,10 +170,32 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
             if (snprintf(path, sizeof path, "%s_%d", base, k) >= (int)sizeof path)
                 return st_msg_set(msg, ST_EINVAL, "output folder name too long");
     }
-    if (st_fs_make_dirs(path) != 0 || access(path, W_OK | X_OK) != 0)
+    /* Absolute now, while the working directory is still the user's. */
+    char abs[PATH_MAX];
+    if (path[0] == '/') {
+        snprintf(abs, sizeof abs, "%s", path);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd))
+            return st_msg_set(msg, ST_EIO, "cannot create the results folder '%s': the current "
+                                           "directory is not reachable (%s)",
+                              path, strerror(errno));
+        if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", path) >=
+            (int)sizeof abs)
+            return st_msg_set(msg, ST_EINVAL, "output folder name too long: '%s'", path);
+    }
+    errno = 0;
+    if (st_fs_make_dirs(abs) != 0 || access(abs, W_OK | X_OK) != 0)
         return st_msg_set(msg, ST_EIO, "cannot create the results folder '%s': %s", path,
                           strerror(errno ? errno : EACCES));
-    snprintf(s->outdir, sizeof s->outdir, "%s", path);
+    snprintf(s->outdir, sizeof s->outdir, "%s", abs);
+    snprintf(s->outdir_shown, sizeof s->outdir_shown, "%s", path);
+    char note[PATH_MAX];
+    incomplete_path(s, note, sizeof note);
+    st_msg_t why;
+    if (*note && st_fs_write_atomic(note, incomplete_note, sizeof incomplete_note - 1, &why) < 0)
+        return st_msg_set(msg, ST_EIO, "cannot write in the results folder '%s': %s", path,
+                          why.text);
     return 0;
 }
 
@@ -178,15 +235,74 @@ void st_session_thread_finished(st_session_t *s, st_thread_t *t)
     st_calltree_compact(&t->tree);
 }
 
-/* Writes data to dir/name, whole or not at all. */
-static int write_file(const char *dir, const char *name, const st_strbuf_t *data, st_msg_t *msg)
+/* Streams one file into dir/name, whole or not at all: `render` appends to the
+ * streaming buffer (memory stays bounded however large the file). */
+typedef void (*render_fn)(st_strbuf_t *out, const st_model_t *m, int arg);
+
+static int stream_file(const char *dir, const char *name, render_fn render, const st_model_t *m,
+                       int arg, st_msg_t *msg)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return st_msg_set(msg, ST_EIO, "results path too long in '%s'", dir);
-    if (data->failed)
+    st_fs_out_t fo;
+    int rc = st_fs_out_open(&fo, path, msg);
+    if (rc < 0)
+        return rc;
+    render(&fo.buf, m, arg);
+    if (fo.buf.failed && !fo.buf.sink_errno) {
+        st_fs_out_abort(&fo);
         return st_msg_set(msg, ST_ENOMEM, "out of memory writing '%s'", path);
-    return st_fs_write_atomic(path, data->data ? data->data : "", data->len, msg);
+    }
+    return st_fs_out_commit(&fo, ST_FS_REPLACE, msg);
+}
+
+/* Renders straight to the terminal, streaming (a table not written to a file). */
+static void render_to(FILE *to, render_fn render, const st_model_t *m, int arg)
+{
+    st_strbuf_t buf;
+    st_strbuf_init(&buf);
+    st_strbuf_stream(&buf, to);
+    render(&buf, m, arg);
+    st_strbuf_flush(&buf);
+    st_strbuf_free(&buf);
+}
+
+/* Copies the file dir/name to the terminal (the table just written), or renders
+ * it again when the file cannot be read back (removed since). */
+static void copy_file(FILE *to, const char *dir, const char *name, render_fn render,
+                      const st_model_t *m, int arg)
+{
+    char path[PATH_MAX];
+    FILE *f = NULL;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path)
+        f = fopen(path, "rb");
+    if (!f) {
+        render_to(to, render, m, arg);
+        return;
+    }
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (fwrite(chunk, 1, n, to) != n)
+            break;
+    fclose(f);
+}
+
+static void render_sampling(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_sampling_table_write(out, m);
+}
+/* arg: the component, and the precision times 256 */
+static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    st_table_write(out, m, (st_component_t)(arg & 255), arg >> 8);
+}
+static void render_json(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_json_write(out, m);
 }
 
 /* The formats STRATA_OUTPUT_FORMATS lists, as a mask of st_format_t bits. */
@@ -231,41 +347,97 @@ int st_session_rank_from_env(char *const *envp, uint32_t *rank)
     return 0;
 }
 
-/* Prints the summary that stands for tables too long for a terminal
- * (output/summary.h): the top functions and where the full tables are. */
-static void print_summary(FILE *f, const st_session_t *s, const st_model_t *m,
-                          const st_strbuf_t *all, unsigned formats, int precision)
+/* Counts what a table rendered straight to it would print (a table that is not in
+ * a file), so that its size is known without holding it. */
+typedef struct {
+    size_t bytes;
+} tally_t;
+
+static ssize_t tally_write(void *cookie, const char *buf, size_t n)
 {
-    size_t rows = 0;
-    for (size_t i = 0; i < all->len; i++)
-        rows += all->data[i] == '\n';
+    (void)buf;
+    ((tally_t *)cookie)->bytes += n;
+    return (ssize_t)n;
+}
+
+/* The size of a table as the terminal would get it: its file's, or what rendering it
+ * again gives. */
+static size_t table_size(const char *dir, const char *name, int in_file, render_fn render,
+                         const st_model_t *m, int arg)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (in_file && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path &&
+        stat(path, &st) == 0)
+        return (size_t)st.st_size;
+    tally_t t = {0};
+    FILE *f = fopencookie(&t, "w", (cookie_io_functions_t){.write = tally_write});
+    if (!f)
+        return SIZE_MAX; /* unknown: the summary, which is small, stands for it */
+    render_to(f, render, m, arg);
+    fclose(f);
+    return t.bytes;
+}
+
+/* Prints the summary that stands for tables too long for a terminal
+ * (output/summary.h): the top functions and where the full tables are (the files
+ * written; `strata report` where there are none). */
+static void print_summary(FILE *f, const st_session_t *s, const st_model_t *m, size_t bytes,
+                          char names[][64], const int *table_ok, int precision)
+{
     st_strbuf_t b;
     st_strbuf_init(&b);
     if (st_summary_write(&b, m, ST_SUMMARY_TOP, precision) == 0)
         fputs(st_strbuf_cstr(&b), f);
     st_strbuf_free(&b);
-    fprintf(f, "[strata] the tables (%zu lines, %.1f MB) are too long for the terminal: above, "
+    fprintf(f, "[strata] the tables (%.1f MB) are too long for the terminal: above, "
                "the functions with the most own time; ",
-            rows, (double)all->len / 1e6);
-    if (formats & (1u << ST_FMT_TEXT)) {
-        fputs("the full tables are in", f);
-        for (int c = 0; c < ST_NCOMPONENTS; c++) {
-            if (!(s->components & (1u << c)))
-                continue;
-            const char *name = st_component_info((st_component_t)c)->name;
-            if (s->has_rank)
-                fprintf(f, " %s/%s-%u.txt", s->outdir, name, s->rank);
-            else
-                fprintf(f, " %s/%s.txt", s->outdir, name);
-        }
-        fputc('\n', f);
-    } else {
-        fputs("`strata report` on the results prints the full tables\n", f);
+            (double)bytes / 1e6);
+    char shown[PATH_MAX];
+    st_text_printable(shown, sizeof shown, s->outdir_shown);
+    int listed = 0;
+    for (int c = 0; c < ST_NCOMPONENTS; c++) {
+        if (!(s->components & (1u << c)) || !table_ok[c])
+            continue;
+        fprintf(f, "%s %s/%s", listed++ ? "" : "the full tables are in", shown, names[c]);
     }
+    if (listed)
+        fputc('\n', f);
+    else
+        fputs("`strata report` on the results prints the full tables\n", f);
+}
+
+/* The files of the results that could not be written. */
+typedef struct {
+    int n;               /* how many */
+    st_msg_t *first;     /* the first one's message (the caller's msg) */
+    int first_rc;
+    st_strbuf_t text;    /* a `strata: error:` line each */
+} failures_t;
+
+static void failed(failures_t *f, int rc, const st_msg_t *one)
+{
+    if (rc >= 0)
+        return;
+    if (f->n++ == 0) {
+        f->first_rc = rc;
+        if (f->first)
+            *f->first = *one;
+    }
+    st_strbuf_printf(&f->text, "strata: error: %s\n", one->text);
+}
+
+/* " by rank N" under MPI, else "". */
+static const char *rank_words(const st_session_t *s, char *buf, size_t size)
+{
+    if (!s->has_rank)
+        return "";
+    snprintf(buf, size, " by rank %u", s->rank);
+    return buf;
 }
 
 int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
-                     const char *clock_name, FILE *tables, st_msg_t *msg)
+                     const char *clock_name, FILE *tables, FILE *notes, st_msg_t *msg)
 {
     st_model_thread_t *threads = calloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
     if (!threads)
@@ -304,12 +476,15 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     for (int i = 0; i < ST_NTIMERS; i++)
         m.ns_per_tick[i] = ns_per_tick[i];
 
-    int rc = 0;
+    /* Every file is tried; each failure is kept for `notes`, the first for msg. */
+    failures_t fail = {.n = 0, .first = msg, .first_rc = 0};
+    st_strbuf_init(&fail.text);
+    st_msg_t one;
     /* The timeline first: profile.json records what writing it gave. */
     uint64_t tstats[4] = {0, 0, 0, 0};
     if (s->tracing) {
         uint64_t t0 = st_clock_monotonic_ns();
-        rc = st_session_write_timeline(s, ns_per_tick[ST_TIMER_WALL], tstats, msg);
+        failed(&fail, st_session_write_timeline(s, ns_per_tick[ST_TIMER_WALL], tstats, &one), &one);
         m.trace_write_s = (double)(st_clock_monotonic_ns() - t0) * 1e-9;
         m.has_trace = 1;
         m.trace_events = tstats[0];
@@ -336,62 +511,84 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     int precision = (int)st_settings_int(&s->settings, ST_S_PRECISION);
     unsigned formats = output_formats(&s->settings);
     int profile = st_settings_bool(&s->settings, ST_S_PROFILE);
-    st_strbuf_t buf, all;
-    st_strbuf_init(&buf);
-    st_strbuf_init(&all);
-    if (rc == 0 && s->sampling) {
-        st_sampling_table_write(&buf, &m);
-        rc = write_file(s->outdir, "process_sampling.txt", &buf, msg);
-        st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
+    int text = (formats & (1u << ST_FMT_TEXT)) != 0;
+    /* Every file is streamed as it is rendered, never built whole in memory, and
+     * every one is tried: one that fails never stops the others. The terminal then
+     * gets the tables copied from their files (or rendered straight to it when a
+     * file was not asked for or could not be written). */
+    int rc;
+    char name[64], sampling_name[64], names[ST_NCOMPONENTS][64];
+    int sampling_ok = 0, table_ok[ST_NCOMPONENTS] = {0};
+    if (s->sampling) {
+        st_session_file_name(s, "process_sampling", ".txt", sampling_name, sizeof sampling_name);
+        rc = stream_file(s->outdir, sampling_name, render_sampling, &m, 0, &one);
+        sampling_ok = rc == 0;
+        failed(&fail, rc, &one);
     }
-    for (int c = 0; c < ST_NCOMPONENTS && rc == 0 && profile; c++) {
+    for (int c = 0; c < ST_NCOMPONENTS && profile && text; c++) {
         if (!(s->components & (1u << c)))
             continue;
         const st_component_info_t *info = st_component_info((st_component_t)c);
-        st_strbuf_reset(&buf);
-        st_table_write(&buf, &m, (st_component_t)c, precision);
-        char name[64];
-        if (s->has_rank)
-            snprintf(name, sizeof name, "%s-%u.txt", info->name, s->rank);
-        else
-            snprintf(name, sizeof name, "%s.txt", info->name);
-        if (formats & (1u << ST_FMT_TEXT))
-            rc = write_file(s->outdir, name, &buf, msg);
-        if (all.len)
-            st_strbuf_putc(&all, '\n');
-        st_strbuf_add(&all, buf.data ? buf.data : "", buf.len);
+        st_session_file_name(s, info->name, ".txt", names[c], sizeof names[c]);
+        rc = stream_file(s->outdir, names[c], render_table, &m, c | precision << 8, &one);
+        table_ok[c] = rc == 0;
+        failed(&fail, rc, &one);
     }
-    if (rc == 0) {
-        st_strbuf_reset(&buf);
-        st_json_write(&buf, &m);
-        char name[64];
+    if (formats & (1u << ST_FMT_JSON)) {
         st_format_file_name(ST_FMT_JSON, s->has_rank, s->rank, name, sizeof name);
-        if (formats & (1u << ST_FMT_JSON))
-            rc = write_file(s->outdir, name, &buf, msg);
+        failed(&fail, stream_file(s->outdir, name, render_json, &m, 0, &one), &one);
     }
-    /* the other formats asked for at run time (STRATA_OUTPUT_FORMATS) */
-    unsigned others = formats & ~((1u << ST_FMT_TEXT) | (1u << ST_FMT_JSON));
-    if (rc == 0 && others) {
-        st_report_opts_t ro;
-        st_report_opts_init(&ro);
-        ro.precision = precision;
-        ro.title = *s->target ? s->target : NULL;
-        rc = st_formats_write_dir(&m, others, s->outdir, &ro, NULL, msg);
-    }
-    if (tables && !all.failed) {
-        if (all.len <= ST_SUMMARY_TABLE_BYTES) {
-            fputs(st_strbuf_cstr(&all), tables);
-        } else {
-            /* too long for a terminal: the top functions, and where the rest is */
-            print_summary(tables, s, &m, &all, formats, precision);
+    /* The other formats asked for at run time (STRATA_OUTPUT_FORMATS), one at a time:
+     * one that fails (Graphviz gone since the start) never stops the others, and each
+     * failure is counted. */
+    st_report_opts_t ro;
+    st_report_opts_init(&ro);
+    ro.precision = precision;
+    ro.title = st_report_title(&m, *s->target ? s->target : NULL);
+    for (int f = 0; f < ST_NFORMATS; f++)
+        if (f != ST_FMT_TEXT && f != ST_FMT_JSON && (formats & (1u << f)))
+            failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, NULL, &one),
+                   &one);
+    char shown[PATH_MAX];
+    if (tables) {
+        int first = 1;
+        if (s->sampling) {
+            if (sampling_ok)
+                copy_file(tables, s->outdir, sampling_name, render_sampling, &m, 0);
+            else
+                render_to(tables, render_sampling, &m, 0);
+            first = 0;
         }
-        if (rc == 0)
-            fprintf(tables, "[strata] results in %s\n", s->outdir);
-        if (dropped)
-            fprintf(tables, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
-                    (unsigned long long)dropped);
+        /* Tables too long for a terminal: the top functions, and where the rest is. */
+        size_t bytes = 0;
+        for (int c = 0; c < ST_NCOMPONENTS && profile; c++)
+            if (s->components & (1u << c)) {
+                size_t one_size = table_size(s->outdir, names[c], table_ok[c], render_table, &m,
+                                             c | precision << 8);
+                bytes = one_size > SIZE_MAX - bytes - 1 ? SIZE_MAX : bytes + one_size + 1;
+            }
+        if (bytes > ST_SUMMARY_TABLE_BYTES) {
+            if (!first)
+                fputc('\n', tables);
+            print_summary(tables, s, &m, bytes, names, table_ok, precision);
+        } else {
+            for (int c = 0; c < ST_NCOMPONENTS && profile; c++) {
+                if (!(s->components & (1u << c)))
+                    continue;
+                if (!first)
+                    fputc('\n', tables);
+                first = 0;
+                if (table_ok[c])
+                    copy_file(tables, s->outdir, names[c], render_table, &m, c | precision << 8);
+                else
+                    render_to(tables, render_table, &m, c | precision << 8);
+            }
+        }
+        if (fail.n == 0)
+            fprintf(tables, "[strata] results in %s\n",
+                    st_text_printable(shown, sizeof shown, s->outdir_shown));
         if (s->tracing)
-            st_session_print_trace_summary(tables, s, tstats);
+            st_session_print_trace_summary(tables, NULL, s, tstats);
         if (s->sampling)
             fprintf(tables, "[strata] process sampling: %zu samples at %g per second; the sampler "
                             "used %.1f ms of CPU%s%s\n",
@@ -399,9 +596,27 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                     m.gpu_note ? "; " : "", m.gpu_note ? m.gpu_note : "");
         fflush(tables);
     }
-    st_strbuf_free(&buf);
-    st_strbuf_free(&all);
+    /* What was lost, and what could not be written: always said. */
+    if (notes) {
+        if (dropped)
+            fprintf(notes, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
+                    (unsigned long long)dropped);
+        if (s->tracing)
+            st_session_print_trace_summary(NULL, notes, s, tstats);
+        if (s->sampling && s->sampler.failed)
+            fprintf(notes, "[strata] process sampling stopped early: out of memory\n");
+        if (fail.n) {
+            fputs(st_strbuf_cstr(&fail.text), notes);
+            fprintf(notes, "strata: error: %d file%s of the results could not be written%s; "
+                           "what was written is in %s\n",
+                    fail.n, fail.n == 1 ? "" : "s", rank_words(s, name, sizeof name),
+                    st_text_printable(shown, sizeof shown, s->outdir_shown));
+        }
+        fflush(notes);
+    }
+    st_session_unmark(s);
+    st_strbuf_free(&fail.text);
     free(threads);
-    s->written = rc == 0;
-    return rc;
+    s->written = fail.n == 0;
+    return fail.first_rc;
 }

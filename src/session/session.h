@@ -38,7 +38,8 @@ typedef struct {
     size_t nthreads, capthreads;
     unsigned components;   /* 1 << st_component_t for each chosen */
     int ntimers;           /* timers the trees accumulate: 0, 1 (wall) or 2 (+cpu) */
-    char outdir[PATH_MAX];
+    char outdir[PATH_MAX]; /* absolute: a program that changes directory keeps it */
+    char outdir_shown[PATH_MAX]; /* as the user named it (relative to where strata began) */
     char **command;
     size_t ncommand;
     char python_version[64];
@@ -48,6 +49,8 @@ typedef struct {
     int tracing;           /* threads record timelines (STRATA_TRACE) */
     st_trace_shared_t trace_shared;
     int sampling;          /* the process sampler runs (STRATA_USE_PROCESS_SAMPLING) */
+    int helper_threads;    /* threads the front end runs for strata (set before start):
+                            * the sampler leaves them out of the program's */
     st_sampler_t sampler;
 } st_session_t;
 
@@ -62,9 +65,25 @@ int st_session_set_command(st_session_t *s, int argc, char *const *argv);
 /* Creates the results folder: the output_path setting, else
  * strata-<target>-output/<YYYY-MM-DD_HH.MM.SS>/ under the current directory
  * (with a _2, _3 ... suffix if that exists already). Checks that it can be written.
- * Call before the target starts, so that a bad place is an error before anything
- * runs. */
+ * The folder is kept as an absolute path (outdir), so that a program that changes
+ * its working directory neither loses its results nor has them written into its new
+ * directory; outdir_shown is the name as given, for messages. Leaves in it a note,
+ * incomplete.txt (incomplete-<rank>.txt), saying that the run has not ended yet,
+ * removed once the results are written: a run that ends without letting strata
+ * write (os._exit before the hook, SIGKILL, a crash) leaves a folder that says why
+ * it holds no profile. Call before the target starts, so that a bad place is an
+ * error before anything runs. */
 int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg);
+
+/* Removes the results folder's incomplete.txt note (after the results are
+ * written, or when nothing ran). */
+void st_session_unmark(st_session_t *s);
+
+/* The name of a file of this run: stem, then "-<rank>" under an MPI launcher, then
+ * ext ("trace" ".pftrace" -> trace-3.pftrace), so that ranks sharing a folder never
+ * write the same file. */
+void st_session_file_name(const st_session_t *s, const char *stem, const char *ext, char *buf,
+                          size_t size);
 
 /* Starts what runs beside the collectors, as the settings ask: the timeline's
  * shared buffer (trace) and the process sampler. Call once the results folder
@@ -74,15 +93,19 @@ int st_session_start(st_session_t *s, st_msg_t *msg);
 /* Stops the process sampler (before the results are written). */
 void st_session_stop(st_session_t *s);
 
-/* Writes trace.pftrace (and trace.json with the chrome format) into the results
- * folder, through temporary files renamed into place. Open calls must have been
- * closed. Fills the model's timeline statistics. Defined in trace_out.c. */
+/* Writes trace.pftrace (and trace.json with the chrome format; trace-<rank>.* under
+ * MPI) into the results folder, through temporary files created exclusively and
+ * renamed into place. Open calls must have been closed. Fills the model's timeline
+ * statistics. Defined in trace_out.c. */
 int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stats[4],
                               st_msg_t *msg);
 /* stats: events written, calls dropped (buffer full), calls too deep, bytes. */
 
-/* Prints what the timeline holds, and what it lost, to f (trace_out.c). */
-void st_session_print_trace_summary(FILE *f, const st_session_t *s, const uint64_t stats[4]);
+/* Prints what the timeline holds to `info` (may be NULL), and what it lost to
+ * `notes` (may be NULL): calls dropped or too deep, a spill file that could not be
+ * written (trace_out.c). */
+void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t *s,
+                                    const uint64_t stats[4]);
 
 /* The MPI rank the launcher gave this process: the first of OMPI_COMM_WORLD_RANK,
  * PMI_RANK, PMIX_RANK, MV2_COMM_WORLD_RANK, PALS_RANKID, SLURM_PROCID that holds a
@@ -100,11 +123,19 @@ st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *na
  * core/calltree.h). The thread stays in the results. */
 void st_session_thread_finished(st_session_t *s, st_thread_t *t);
 
-/* Writes <component>.txt for each component and profile.json into the results
- * folder, each through a temporary file renamed into place, and prints the tables
- * and the folder's name to `tables` (may be NULL). Open calls must have been closed.
- * ns_per_tick converts each timer's ticks. */
+/* Writes <component>.txt for each component, profile.json and the other formats
+ * asked for into the results folder, each streamed as it is rendered to a temporary
+ * file renamed into place, and prints the tables (copied back from their files, or
+ * rendered again where a file was not written) and the folder's name to `tables`
+ * (may be NULL); tables too long for a terminal (output/summary.h) are printed as a
+ * summary of the top functions and where the full tables are.
+ * Every file is tried even when another fails; each failure is printed to `notes`
+ * as a `strata: error:` line, and so is every warning about data that was lost
+ * (calls not recorded, a failed spill): `notes` gets them whether or not the tables
+ * are printed (NULL: not printed). Returns 0, or the first failure's code with msg
+ * holding its text. Open calls must have been closed. ns_per_tick converts each
+ * timer's ticks. */
 int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
-                     const char *clock_name, FILE *tables, st_msg_t *msg);
+                     const char *clock_name, FILE *tables, FILE *notes, st_msg_t *msg);
 
 #endif

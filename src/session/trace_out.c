@@ -1,8 +1,10 @@
 /* The session's timeline files: trace.pftrace (Perfetto) and trace.json (Chrome). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -23,17 +25,29 @@ static int chrome(FILE *f, const st_timeline_t *m, void *stats, st_msg_t *msg)
     return st_chrome_write(f, m, msg);
 }
 
-/* Runs a writer into dir/name through a temporary file renamed into place. */
+/* Runs a writer into dir/name through a temporary file renamed into place. The
+ * temporary file is made by mkstemp (O_CREAT | O_EXCL, a random name), so nothing
+ * planted in the results folder (a symbolic link) is ever followed. */
 static int write_through(const char *dir, const char *name, writer_fn fn, const st_timeline_t *m,
                          void *stats, st_msg_t *msg)
 {
     char path[PATH_MAX], tmp[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path ||
-        snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name) >= (int)sizeof tmp)
+        snprintf(tmp, sizeof tmp, "%s/.%s.tmpXXXXXX", dir, name) >= (int)sizeof tmp)
         return st_msg_set(msg, ST_EIO, "results path too long in '%s'", dir);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
+    int fd = mkstemp(tmp);
+    if (fd < 0)
         return st_msg_set(msg, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+    /* mkstemp makes the file 0600: give it the usual permissions */
+    mode_t um = umask(0);
+    umask(um);
+    FILE *f = fchmod(fd, 0666 & ~um) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return st_msg_set(msg, ST_EIO, "cannot write '%s': %s", path, strerror(e));
+    }
     int rc = fn(f, m, stats, msg);
     int err = errno;
     if (fclose(f) != 0 && rc == 0) {
@@ -51,6 +65,22 @@ static int write_through(const char *dir, const char *name, writer_fn fn, const 
         }
     }
     return rc;
+}
+
+/* The first spill failure of any thread (flush policy): its errno, or 0; the calls
+ * not recorded by threads whose spill failed go to *lost. */
+static int spill_failure(const st_session_t *s, uint64_t *lost)
+{
+    int err = 0;
+    *lost = 0;
+    for (size_t i = 0; i < s->nthreads; i++) {
+        const st_trace_t *t = &s->threads[i]->trace;
+        if (t->failed && t->spill_errno) {
+            err = err ? err : t->spill_errno;
+            *lost += t->dropped;
+        }
+    }
+    return err;
 }
 
 int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stats[4], st_msg_t *msg)
@@ -88,8 +118,15 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
     snprintf(dropped, sizeof dropped, "%llu", (unsigned long long)stats[1]);
     snprintf(too_deep, sizeof too_deep, "%llu", (unsigned long long)stats[2]);
     snprintf(policy, sizeof policy, "%s", s->trace_shared.policy == ST_TRACE_FLUSH ? "flush" : "discard");
+    /* A trace whose spill failed says so in itself: it is not whole. */
+    uint64_t lost;
+    int spill_err = spill_failure(s, &lost);
+    char spill_note[256];
+    snprintf(spill_note, sizeof spill_note,
+             "writing the spill file failed (%s): %llu calls after that were not recorded",
+             spill_err ? strerror(spill_err) : "", (unsigned long long)lost);
     const char *keys[] = {"strata.version", "strata.dropped_calls", "strata.too_deep_calls",
-                          "strata.fill_policy", "strata.command"};
+                          "strata.fill_policy", "strata.command", "strata.incomplete"};
     st_strbuf_t command;
     st_strbuf_init(&command);
     for (size_t i = 0; i < s->ncommand; i++) {
@@ -97,7 +134,8 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
             st_strbuf_putc(&command, ' ');
         st_strbuf_puts(&command, s->command[i]);
     }
-    const char *values[] = {STRATA_VERSION, dropped, too_deep, policy, st_strbuf_cstr(&command)};
+    const char *values[] = {STRATA_VERSION, dropped, too_deep, policy, st_strbuf_cstr(&command),
+                            spill_note};
     const char *process = *s->target ? s->target : "python";
     st_timeline_t m = {
         .labels = &s->labels,
@@ -111,15 +149,25 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         .ns_per_tick = ns_per_tick,
         .attr_keys = keys,
         .attr_values = values,
-        .nattrs = sizeof keys / sizeof keys[0],
+        .nattrs = sizeof keys / sizeof keys[0] - (spill_err ? 0 : 1),
     };
     st_clock_base(&m.base_ticks, &m.base_mono_ns, &m.base_boot_ns);
     st_perfetto_stats_t ps = {0, 0, 0};
     int rc = 0;
-    if (st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "perfetto"))
-        rc = write_through(s->outdir, "trace.pftrace", perfetto, &m, &ps, msg);
-    if (rc == 0 && st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "chrome"))
-        rc = write_through(s->outdir, "trace.json", chrome, &m, NULL, msg);
+    char name[64];
+    if (st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "perfetto")) {
+        st_session_file_name(s, "trace", ".pftrace", name, sizeof name);
+        rc = write_through(s->outdir, name, perfetto, &m, &ps, msg);
+    }
+    if (st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "chrome")) {
+        st_msg_t second;
+        st_session_file_name(s, "trace", ".json", name, sizeof name);
+        int rc2 = write_through(s->outdir, name, chrome, &m, NULL, &second);
+        if (rc2 < 0 && rc == 0) {
+            rc = rc2;
+            *msg = second;
+        }
+    }
     stats[0] = ps.slice_events;
     stats[3] = ps.bytes;
     if (!st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "perfetto"))
@@ -131,24 +179,35 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
     return rc;
 }
 
-void st_session_print_trace_summary(FILE *f, const st_session_t *s, const uint64_t stats[4])
+void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t *s,
+                                    const uint64_t stats[4])
 {
-    if (st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "perfetto") && stats[0])
-        fprintf(f, "[strata] trace: %llu events in trace.pftrace, %llu bytes (%.1f bytes an event)\n",
-                (unsigned long long)stats[0], (unsigned long long)stats[3],
+    char name[64];
+    st_session_file_name(s, "trace", ".pftrace", name, sizeof name);
+    if (info && st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "perfetto") && stats[0])
+        fprintf(info, "[strata] trace: %llu events in %s, %llu bytes (%.1f bytes an event)\n",
+                (unsigned long long)stats[0], name, (unsigned long long)stats[3],
                 (double)stats[3] / (double)stats[0]);
-    /* Under flush a call is lost only when its spill could not be made: advising
-     * flush then would name the policy in use. */
-    if (stats[1] && s->trace_shared.policy == ST_TRACE_FLUSH)
-        fprintf(f, "[strata] trace: %llu calls were not recorded: the buffer could not be "
-                   "flushed to the results folder (STRATA_TRACE_FILL_POLICY=flush)\n",
-                (unsigned long long)stats[1]);
-    else if (stats[1])
-        fprintf(f, "[strata] trace: %llu calls were not recorded: the buffer was full "
-                   "(STRATA_TRACE_BUFFER_SIZE; STRATA_TRACE_FILL_POLICY=flush keeps them)\n",
-                (unsigned long long)stats[1]);
+    if (!notes)
+        return;
+    uint64_t lost;
+    int spill_err = spill_failure(s, &lost);
+    if (spill_err)
+        fprintf(notes, "strata: error: trace: writing the spill file in %s failed: %s; the %llu "
+                       "calls after that were not recorded and the trace is incomplete\n",
+                s->outdir_shown, strerror(spill_err), (unsigned long long)lost);
+    /* Under flush a call is lost only when its spill could not be made (a forked
+     * child never spills): advising flush then would name the policy in use. */
+    if (stats[1] > lost && s->trace_shared.policy == ST_TRACE_FLUSH)
+        fprintf(notes, "[strata] trace: %llu calls were not recorded: the buffer could not be "
+                       "flushed to the results folder (STRATA_TRACE_FILL_POLICY=flush)\n",
+                (unsigned long long)(stats[1] - lost));
+    else if (stats[1] > lost)
+        fprintf(notes, "[strata] trace: %llu calls were not recorded: the buffer was full "
+                       "(STRATA_TRACE_BUFFER_SIZE; STRATA_TRACE_FILL_POLICY=flush keeps them)\n",
+                (unsigned long long)(stats[1] - lost));
     if (stats[2])
-        fprintf(f, "[strata] trace: %llu calls nested deeper than %u were not recorded "
-                   "(STRATA_TRACE_MAX_DEPTH)\n",
+        fprintf(notes, "[strata] trace: %llu calls nested deeper than %u were not recorded "
+                       "(STRATA_TRACE_MAX_DEPTH)\n",
                 (unsigned long long)stats[2], s->trace_shared.max_depth);
 }

@@ -251,6 +251,11 @@ static void sample_now(st_sampler_t *s, double *vals, uint64_t now)
 
     read_io(&vals[M_READ], &vals[M_WRITE]);
     read_net(&vals[M_NET_RX], &vals[M_NET_TX]);
+    vals[M_NET_RX] -= s->net_base[0]; /* the run's bytes, not the namespace's since boot */
+    vals[M_NET_TX] -= s->net_base[1];
+    for (int k = M_NET_RX; k <= M_NET_TX; k++)
+        if (vals[k] < 0) /* an interface went away */
+            vals[k] = 0;
 
     vals[M_THREADS] = 0;
     if (read_file("/proc/self/stat", buf, sizeof buf) > 0) {
@@ -259,7 +264,10 @@ static void sample_now(st_sampler_t *s, double *vals, uint64_t now)
         /* after ") ": state(3) ... num_threads is field 20 */
         if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
                                "%*d %ld", &threads) == 1)
-            vals[M_THREADS] = (double)(threads > 0 ? threads - 1 : 0); /* not the sampler */
+            /* not the sampler, nor strata's other threads */
+            vals[M_THREADS] = (double)(threads > 1 + s->other_threads
+                                           ? threads - 1 - s->other_threads
+                                           : 0);
     }
 
     read_cpu_freqs(s, vals + M_FIXED);
@@ -356,14 +364,16 @@ static void *run(void *arg)
     return NULL;
 }
 
-int st_sampler_start(st_sampler_t *s, double freq, st_msg_t *msg)
+int st_sampler_start(st_sampler_t *s, double freq, int other_threads, st_msg_t *msg)
 {
     memset(s, 0, sizeof *s);
     s->freq = freq;
+    s->other_threads = other_threads;
     s->interval_ns = (uint64_t)(1e9 / freq);
     if (s->interval_ns < 100000)
         s->interval_ns = 100000;
     define_metrics(s);
+    read_net(&s->net_base[0], &s->net_base[1]);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

@@ -7,7 +7,13 @@
  * and utilisation. It never touches the interpreter and takes no lock the program
  * could hold. What it costs is measured, and kept out of what it measures: its own
  * CPU time (read from /proc/self/task/<tid>/stat) is subtracted from the process's
- * user and system time and utilisation, and it does not count itself as a thread.
+ * user and system time and utilisation, and it does not count itself as a thread (nor
+ * the other threads strata runs, other_threads).
+ *
+ * network.received and network.sent count the bytes through every interface of the
+ * network namespace (/proc/self/net/dev: every process in it, not only this one),
+ * from the start of sampling: each sample is the counters' value less their value
+ * at st_sampler_start(), so the figures are the run's, not the machine's since boot.
  *
  * Memory is bounded: at most ST_SAMPLER_MAX_SAMPLES samples are kept; when that
  * many are held, every other one is dropped and the interval doubles, so a long
@@ -49,16 +55,19 @@ typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int running, stop;
+    int other_threads;                 /* strata's threads besides this one */
     int tid;
     void *nvml;                        /* dlopen handle */
     void *gpus[16];
     double last_cpu_s, last_ns_s;
+    double net_base[2];                /* network counters at the start (received, sent) */
     int failed;                        /* an allocation failed: sampling stopped early */
 } st_sampler_t;
 
-/* Starts sampling at `freq` per second. Returns 0, or an error (msg filled) when
- * the thread cannot start. */
-int st_sampler_start(st_sampler_t *s, double freq, st_msg_t *msg);
+/* Starts sampling at `freq` per second. other_threads: strata's own threads
+ * besides the sampler, left out of `threads` as the sampler is. Returns 0, or an
+ * error (msg filled) when the thread cannot start. */
+int st_sampler_start(st_sampler_t *s, double freq, int other_threads, st_msg_t *msg);
 
 /* Stops the thread and waits for it, taking one last sample. */
 void st_sampler_stop(st_sampler_t *s);

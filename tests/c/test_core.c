@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/calltree.h"
 #include "core/components.h"
 #include "core/filter.h"
+#include "core/fsutil.h"
+#include "core/number.h"
 #include "core/intern.h"
 #include "core/model.h"
 #include "core/settings.h"
@@ -210,7 +213,7 @@ static void test_settings(void)
     char *env2[] = {"HOME=/nonexistent", cfg, "STRATA_PRECISION=5", NULL};
     char *argv[] = {"--components", "wall_clock", "--", "/dev/null", "x", NULL};
     st_args_t args;
-    CHECK(st_args_parse_python(&args, 5, argv, env2, NULL, stdout, &msg) == 0);
+    CHECK(st_args_parse_python(&args, 5, argv, env2, 0, NULL, stdout, &msg) == 0);
     CHECK(st_settings_int(&args.settings, ST_S_PRECISION) == 5); /* env over file */
     CHECK(st_settings_has(&args.settings, ST_S_COMPONENTS, "wall_clock") &&
           !st_settings_has(&args.settings, ST_S_COMPONENTS, "trip_count")); /* flag over file */
@@ -226,7 +229,7 @@ static void test_args(void)
     st_msg_t msg;
     char *argv1[] = {"-b", "-E", "^fib$", "x.*", "--label", "args", "line", "-F",
                      "--trace-c", "off", "-v", "2", "--", "/dev/null", "-v", NULL};
-    CHECK(st_args_parse_python(&a, 15, argv1, envp, NULL, stdout, &msg) == 0);
+    CHECK(st_args_parse_python(&a, 15, argv1, envp, 0, NULL, stdout, &msg) == 0);
     CHECK(st_settings_bool(&a.settings, ST_S_BUILTIN));
     size_t n;
     char *const *ex = st_settings_list(&a.settings, ST_S_FUNCTION_EXCLUDE, &n);
@@ -241,7 +244,7 @@ static void test_args(void)
     st_args_free(&a);
 
     char *argv2[] = {"-m", "pkg.mod", "--x", NULL};
-    CHECK(st_args_parse_python(&a, 3, argv2, envp, NULL, stdout, &msg) == 0);
+    CHECK(st_args_parse_python(&a, 3, argv2, envp, 0, NULL, stdout, &msg) == 0);
     CHECK(a.is_module && strcmp(a.target, "pkg.mod") == 0 && a.ntarget_args == 1);
     st_args_free(&a);
 
@@ -261,16 +264,32 @@ static void test_args(void)
         {2, {"-v", "9"}, "whole number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = st_args_parse_python(&a, bad[i].argc, bad[i].argv, envp, NULL, stdout, &msg);
+        int rc = st_args_parse_python(&a, bad[i].argc, bad[i].argv, envp, 0, NULL, stdout, &msg);
         CHECK(rc < 0 && rc != ST_EHELP);
         if (rc < 0 && !strstr(msg.text, bad[i].want)) {
             failed++;
             fprintf(stderr, "case %zu: message '%s' lacks '%s'\n", i, msg.text, bad[i].want);
         }
     }
+    /* The interpreter's options: split off for `strata python`, refused otherwise. */
+    char *argv4[] = {"-u", "-E", "x", "-X", "dev", "-Werror", "-OO", "--", "/dev/null", "-u",
+                     NULL};
+    CHECK(st_args_parse_python(&a, 10, argv4, envp, ST_ARGS_INTERPRETER, NULL, stdout, &msg) == 0);
+    CHECK(a.ninterp_opts == 5 && strcmp(a.interp_opts[0], "-u") == 0 &&
+          strcmp(a.interp_opts[2], "dev") == 0 && strcmp(a.interp_opts[4], "-OO") == 0);
+    CHECK(a.nstrata_words == 5 && strcmp(a.strata_words[0], "-E") == 0 &&
+          strcmp(a.strata_words[2], "--") == 0 && strcmp(a.strata_words[4], "-u") == 0);
+    CHECK(strcmp(a.target, "/dev/null") == 0 && a.ntarget_args == 1);
+    st_args_free(&a);
+    CHECK(st_args_parse_python(&a, 10, argv4, envp, 0, NULL, stdout, &msg) == ST_EUSAGE);
+    CHECK(strstr(msg.text, "python -u -m strata") != NULL);
+    char *argv5[] = {"-X", NULL};
+    CHECK(st_args_parse_python(&a, 1, argv5, envp, ST_ARGS_INTERPRETER, NULL, stdout, &msg) ==
+          ST_EUSAGE);
+
     char *envbad[] = {"STRATA_PROFILE=maybe", NULL};
     char *argv3[] = {"/dev/null", NULL};
-    CHECK(st_args_parse_python(&a, 1, argv3, envbad, NULL, stdout, &msg) == ST_EINVAL);
+    CHECK(st_args_parse_python(&a, 1, argv3, envbad, 0, NULL, stdout, &msg) == ST_EINVAL);
     CHECK(strstr(msg.text, "STRATA_PROFILE") != NULL);
 }
 
@@ -473,6 +492,108 @@ static void test_trace(void)
     }
 }
 
+/* The one number parser: strict grammar, spaces on both sides alike, ranges. */
+static void test_numbers(void)
+{
+    double d = -1;
+    int64_t i = -1;
+    CHECK(st_num_double("5", 0, 10, &d) == 0 && d == 5);
+    CHECK(st_num_double(" 5", 0, 10, &d) == 0 && d == 5);
+    CHECK(st_num_double("5 ", 0, 10, &d) == 0 && d == 5);
+    CHECK(st_num_double(".5", 0, 10, &d) == 0 && d == 0.5);
+    CHECK(st_num_double("2.", 0, 10, &d) == 0 && d == 2);
+    CHECK(st_num_double("1e1", 0, 10, &d) == 0 && d == 10);
+    const char *bad[] = {"", " ", "nan", "NAN", "inf", "-inf", "infinity", "0x10", "0x1p3",
+                         "1e", "e5", ".", "+", "5 5", "5x", "1e999", "--5"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        CHECK(st_num_double(bad[k], -1e300, 1e300, &d) < 0);
+    CHECK(st_num_double("1e-12", 0.001, 10000, &d) < 0);   /* range: below */
+    CHECK(st_num_double("10000.5", 0.001, 10000, &d) < 0); /* range: above */
+    CHECK(st_num_int("9223372036854775807", INT64_MIN, INT64_MAX, &i) == 0 && i == INT64_MAX);
+    CHECK(st_num_int("-9223372036854775808", INT64_MIN, INT64_MAX, &i) == 0 && i == INT64_MIN);
+    CHECK(st_num_int("9223372036854775808", INT64_MIN, INT64_MAX, &i) < 0); /* no wrap */
+    CHECK(st_num_int("9223372036854776G", INT64_MIN, INT64_MAX, &i) < 0);
+    CHECK(st_num_int(" 250k ", 0, INT64_MAX, &i) == 0 && i == 250000);
+    CHECK(st_num_int("2M", 0, INT64_MAX, &i) == 0 && i == 2000000);
+    CHECK(st_num_int("1.0", 0, 10, &i) < 0 && st_num_int("1e3", 0, 10000, &i) < 0);
+    CHECK(st_num_int("13", 0, 12, &i) < 0 && st_num_int("nan", 0, 12, &i) < 0);
+}
+
+/* Escaping for terminals, and buffers that stream into a file. */
+static void test_strbuf_escape_and_stream(void)
+{
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_strbuf_printable(&b, "a\x1b]0;t\x07\n\t\r\x7f\xc2\x9b\xc3\xa9\xff!");
+    CHECK_STR(st_strbuf_cstr(&b), "a\\e]0;t\\x07\\n\\t\\r\\x7f\\u009b\xc3\xa9\\xff!");
+    st_strbuf_free(&b);
+    char small[8];
+    CHECK_STR(st_text_printable(small, sizeof small, "abc\x01" "defgh"), "abc\\x01");
+    st_msg_t msg;
+    st_msg_set(&msg, ST_EINVAL, "bad '%s'", "x\ny\x1b");
+    CHECK_STR(msg.text, "bad 'x\\ny\\e'");
+
+    /* streaming: never more than a chunk in memory, everything in the file */
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    st_strbuf_init(&b);
+    st_strbuf_stream(&b, f);
+    size_t total = 0, most = 0;
+    for (int k = 0; k < 100000; k++) {
+        st_strbuf_printf(&b, "line %d of many\n", k);
+        total += (size_t)snprintf(NULL, 0, "line %d of many\n", k);
+        if (b.cap > most)
+            most = b.cap;
+    }
+    CHECK(st_strbuf_flush(&b) == 0);
+    CHECK(most <= 2 * ST_STRBUF_CHUNK);
+    CHECK((size_t)ftell(f) == total);
+    st_strbuf_free(&b);
+    fclose(f);
+}
+
+/* st_fs_out: KEEP never replaces, REPLACE does, and nothing is left behind. */
+static void test_fs_out(void)
+{
+    char dir[] = "/tmp/strata-fsout-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    st_msg_t msg;
+    st_fs_out_t o;
+    CHECK(st_fs_out_open(&o, path, &msg) == 0);
+    st_strbuf_puts(&o.buf, "first");
+    CHECK(st_fs_out_commit(&o, ST_FS_KEEP, &msg) == 0);
+    CHECK(st_fs_out_open(&o, path, &msg) == 0);
+    st_strbuf_puts(&o.buf, "second");
+    CHECK(st_fs_out_commit(&o, ST_FS_KEEP, &msg) == ST_EIO);
+    CHECK(strstr(msg.text, "already exists") != NULL);
+    char got[32] = "";
+    FILE *f = fopen(path, "r");
+    CHECK(f && fgets(got, sizeof got, f));
+    if (f)
+        fclose(f);
+    CHECK_STR(got, "first");
+    CHECK(st_fs_out_open(&o, path, &msg) == 0);
+    st_strbuf_puts(&o.buf, "third");
+    CHECK(st_fs_out_commit(&o, ST_FS_REPLACE, &msg) == 0);
+    f = fopen(path, "r");
+    CHECK(f && fgets(got, sizeof got, f));
+    if (f)
+        fclose(f);
+    CHECK_STR(got, "third");
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK(st_fs_open_regular(fifo, NULL, NULL, &msg) == NULL); /* at once, no wait */
+    CHECK(strstr(msg.text, "not a regular file") != NULL);
+    unlink(fifo);
+    unlink(path);
+    CHECK(rmdir(dir) == 0); /* no temporary file left behind */
+}
+
 int main(void)
 {
     test_calltree();
@@ -482,5 +603,8 @@ int main(void)
     test_filter();
     test_table();
     test_trace();
+    test_numbers();
+    test_strbuf_escape_and_stream();
+    test_fs_out();
     return st_check_report();
 }

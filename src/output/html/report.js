@@ -143,7 +143,7 @@
     boxes = [];
     var total = tree.incl[zoom] || 1;
     function frame(k, x, y, w, dim) {
-      var name = k === 0 ? "all (" + fmt(tree.incl[0]) + ")" : D.labels[tree.label[k]];
+      var name = k === 0 ? rootName + " (" + fmt(tree.incl[0]) + ")" : D.labels[tree.label[k]];
       ctx.fillStyle = dim ? "#ddd" : matches(k) ? "#e040fb" : k === 0 ? "#90a4ae" : colour(k);
       ctx.fillRect(x, y, Math.max(w - 1, 0.5), ROW - 1);
       if (k === hover) { ctx.strokeStyle = "#000"; ctx.strokeRect(x + 0.5, y + 0.5, w - 2, ROW - 2); }
@@ -315,8 +315,16 @@
     $("tablenote").textContent = rowsData.length > 2000 ? "showing 2,000 of " + rowsData.length.toLocaleString("en-US") + " functions" : "";
   }
 
+  /* The one root of the graph: the thread when one is shown, as the other
+   * formats name it, else all that are. */
+  var rootName = "all";
   function refresh() {
-    tree = buildTree(selected());
+    var sel = selected();
+    rootName = sel.length === 1
+      ? (sel[0].rank !== null ? "rank " + sel[0].rank + " " : "") + "thread " + sel[0].index +
+        (sel[0].name ? " (" + sel[0].name + ")" : "")
+      : "all";
+    tree = buildTree(sel);
     zoom = 0;
     draw();
     buildTable();
@@ -345,5 +353,6 @@
     document.body.setAttribute("data-errors", errors.join(" | "));
     document.body.setAttribute("data-frames", String(boxes.length));
     document.body.setAttribute("data-rows", String(rowsData.length));
+    document.body.setAttribute("data-root", rootName);
   }
 })();
