@@ -7,18 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Appends a label, cut at ST_TABLE_MAX_LABEL bytes (on a UTF-8 character's start). */
+/* Appends a label escaped as the grid escapes every cell (st_strbuf_printable, whose
+ * output it leaves as it is), cut at ST_TABLE_MAX_LABEL bytes of that text (on a
+ * UTF-8 character's start), so that escaping cannot make a cut label longer. */
 static void put_label(st_strbuf_t *b, const char *label)
 {
-    size_t n = strlen(label);
-    if (n <= ST_TABLE_MAX_LABEL) {
-        st_strbuf_add(b, label, n);
+    size_t start = b->len;
+    st_strbuf_printable(b, label);
+    if (b->failed || b->len - start <= ST_TABLE_MAX_LABEL)
         return;
-    }
-    n = ST_TABLE_MAX_LABEL - 3;
-    while (n > 0 && ((unsigned char)label[n] & 0xC0) == 0x80)
+    size_t n = ST_TABLE_MAX_LABEL - 3;
+    while (n > 0 && ((unsigned char)b->data[start + n] & 0xC0) == 0x80)
         n--;
-    st_strbuf_add(b, label, n);
+    b->len = start + n;
     st_strbuf_puts(b, "...");
 }
 

@@ -13,9 +13,9 @@
  * below it, `... N calls in M deeper nodes (folded)`, with the calls (COUNT, and SUM
  * in trip_count) and the time (SUM) of everything under the node, so a table has at
  * most one row per node and few rows for a deep recursion, however deep. A label
- * longer than ST_TABLE_MAX_LABEL bytes is cut there (at a character's start) and
- * ends with "...": every row is padded to the widest, so one long label would
- * otherwise widen every row. */
+ * longer than ST_TABLE_MAX_LABEL bytes once escaped is cut there (at a character's
+ * start) and ends with "...": every row is padded to the widest, so one long label
+ * would otherwise widen every row. */
 
 #define ST_TABLE_MAX_INDENT 100
 #define ST_TABLE_BIG_ROWS 1000

@@ -375,6 +375,41 @@ static void test_table(void)
         st_strbuf_free(&db);
         st_calltree_free(&deep);
     }
+    /* A label of 300 control characters is escaped (\x01, 4 bytes each) and then cut
+     * at ST_TABLE_MAX_LABEL bytes of the escaped text, not of the raw one. */
+    {
+        char raw[301];
+        memset(raw, 1, 300);
+        raw[300] = '\0';
+        st_intern_t cl;
+        st_intern_init(&cl);
+        uint32_t cid;
+        st_intern_id(&cl, raw, 300, &cid);
+        st_calltree_t ct;
+        st_calltree_init(&ct, 0);
+        int ck;
+        call(&ct, cid, &ck, 0);
+        ret(&ct, &ck, 1);
+        st_model_thread_t cth = {.tree = &ct, .index = 0, .tid = 1, .name = "MainThread"};
+        st_model_t cm = m;
+        cm.labels = &cl;
+        cm.threads = &cth;
+        st_strbuf_t cb;
+        st_strbuf_init(&cb);
+        st_table_write(&cb, &cm, ST_COMP_TRIP_COUNT, 6);
+        const char *row = strstr(st_strbuf_cstr(&cb), "| |0>>> \\x01");
+        CHECK(row != NULL);
+        if (row) {
+            const char *label = row + strlen("| |0>>> ");
+            const char *end = strstr(label, "... |");
+            CHECK(end != NULL && (size_t)(end + 3 - label) <= ST_TABLE_MAX_LABEL);
+            CHECK(end != NULL && (size_t)(end + 3 - label) > ST_TABLE_MAX_LABEL - 8);
+        }
+        CHECK(strchr(st_strbuf_cstr(&cb), 1) == NULL);
+        st_strbuf_free(&cb);
+        st_calltree_free(&ct);
+        st_intern_free(&cl);
+    }
     /* Labels are data: JSON escapes them. */
     st_intern_id(&labels, "bad\"label\n\x01", 12, &id);
     call(&t, id, &k, 0);
