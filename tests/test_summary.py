@@ -164,3 +164,29 @@ main()
     prof = load_profile(res)
     assert any(n["label"] == name for th in prof["threads"] for n in th["nodes"])
     assert (res / "wall_clock.txt").stat().st_size < 4000  # 10 lines of about 380 bytes
+
+
+def test_summary_without_table_files(runner):
+    """Tables that are not written to files (STRATA_OUTPUT_FORMATS=json) are rendered
+    for the terminal only: past 256 KiB they are summarized too, and the terminal is
+    told how to get them."""
+    runner.write("wide.py", WIDE)
+    r = runner.strata("--", "wide.py", env={"STRATA_COMPONENTS": "wall_clock",
+                                            "STRATA_OUTPUT_FORMATS": "json"})
+    assert r.returncode == 0, r.describe()
+    assert len(r.stderr) < 20_000, len(r.stderr)
+    assert "TOP 20 FUNCTIONS BY OWN TIME (wall_clock)" in r.stderr, r.stderr[-3000:]
+    assert "`strata report` on the results prints the full tables" in r.stderr
+    res = runner.results()
+    assert not list(res.glob("*.txt")) and load_profile(res)
+
+
+def test_no_tables_still_warns(runner):
+    """STRATA_PRINT_TABLES=OFF prints neither tables nor their summary, but the
+    warning about calls not recorded still prints (the notes stream)."""
+    runner.write("wide.py", WIDE)
+    r = runner.strata("--", "wide.py", env={"STRATA_PRINT_TABLES": "OFF",
+                                            "STRATA_MAX_NODES": "5000"})
+    assert r.returncode == 0, r.describe()
+    assert "FUNCTIONS BY" not in r.stderr and "|0>>>" not in r.stderr, r.stderr[-3000:]
+    assert "calls were not recorded (STRATA_MAX_NODES reached)" in r.stderr, r.stderr
