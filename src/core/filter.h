@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "core/err.h"
+#include "base/err.h"
 
 struct st_settings;
 

@@ -11,8 +11,8 @@
 
 #include "core/components.h"
 #include "core/filter.h"
-#include "core/fsutil.h"
-#include "core/number.h"
+#include "base/fsutil.h"
+#include "base/number.h"
 
 /* The registry. Keep it in the order of st_setting_id_t. */
 static const st_setting_def_t defs[ST_NSETTINGS] = {

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/err.h"
-#include "core/strbuf.h"
+#include "base/err.h"
+#include "base/strbuf.h"
 
 typedef enum {
     ST_S_PROFILE,

@@ -20,7 +20,7 @@
 #ifndef STRATA_INPUT_MERGE_H
 #define STRATA_INPUT_MERGE_H
 
-#include "core/err.h"
+#include "base/err.h"
 #include "core/model.h"
 #include "input/profile.h"
 

@@ -1,6 +1,6 @@
 #include "input/profile.h"
 
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/components.h"
-#include "core/u64map.h"
+#include "base/u64map.h"
 #include "input/jsonpull.h"
 #include "output/json.h"
 

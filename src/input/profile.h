@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "core/calltree.h"
-#include "core/err.h"
+#include "base/err.h"
 #include "core/intern.h"
 #include "core/loctab.h"
 #include "core/model.h"

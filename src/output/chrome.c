@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 static int flush(FILE *f, st_strbuf_t *b, int force)
 {

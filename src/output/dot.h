@@ -15,7 +15,7 @@
 #define STRATA_OUTPUT_DOT_H
 
 #include "core/model.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 typedef struct {
     double node_thres;   /* percent */

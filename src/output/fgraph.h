@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "core/model.h"
-#include "core/u64map.h"
+#include "base/u64map.h"
 
 typedef struct {
     uint32_t loc;       /* location id, or ST_LOC_NONE (then `label` names it) */

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "output/fgraph.h"
 
 static void put_frame(st_strbuf_t *out, const char *s)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "output/fgraph.h"
 /* st_html_report_css and st_html_report_js, generated from output/html/ */
 #include "html_report_css.inc"

@@ -5,7 +5,7 @@
 #define STRATA_OUTPUT_JSON_H
 
 #include "core/model.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 #define ST_PROFILE_FORMAT_VERSION 1
 

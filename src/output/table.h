@@ -14,7 +14,7 @@
 
 #include "core/components.h"
 #include "core/model.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 /* Appends the table of component c to out, ending with a newline. Times are in
  * seconds with `precision` decimals. */

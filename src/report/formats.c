@@ -1,6 +1,6 @@
 #include "report/formats.h"
 
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -22,10 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/err.h"
-#include "core/fsutil.h"
+#include "base/err.h"
+#include "base/fsutil.h"
 #include "core/model.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 #include "output/dot.h"
 
 typedef enum {

@@ -1,6 +1,6 @@
 #include "report/report_cmd.h"
 
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/err.h"
-#include "core/number.h"
+#include "base/err.h"
+#include "base/number.h"
 #include "input/merge.h"
 #include "input/profile.h"
 #include "report/formats.h"

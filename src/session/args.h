@@ -18,7 +18,7 @@
 
 #include <stdio.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "core/settings.h"
 
 typedef struct {

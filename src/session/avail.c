@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "core/components.h"
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 #include "output/grid.h"
 
 static const char *type_name(st_setting_type_t t)

@@ -13,9 +13,9 @@
 
 #include <stdio.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "core/settings.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 /* A table of the settings (name, value, source; with `all` also category, flag,
  * choices and description), only those of `category` when it is not NULL. */

@@ -9,9 +9,9 @@
 
 #include "core/clock.h"
 #include "core/components.h"
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 #include "core/model.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 #include "output/json.h"
 #include "output/sampling.h"
 #include "output/table.h"

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/err.h"
+#include "base/err.h"
 
 #define ST_SAMPLER_MAX_METRICS 96
 #define ST_SAMPLER_MAX_SAMPLES 100000

@@ -15,7 +15,7 @@
 #include "core/loctab.h"
 #include "core/model.h"
 #include "core/settings.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 #include "input/jsonpull.h"
 #include "input/merge.h"
 #include "input/profile.h"

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "core/err.h"
-#include "core/strbuf.h"
+#include "base/err.h"
+#include "base/strbuf.h"
 
 /* mkdir -p: 0, or -1 with errno set (ENOTDIR when a part is not a folder). */
 int st_fs_make_dirs(const char *path);
