@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 
 #include "core/components.h"
-#include "core/filter.h"
 #include "base/fsutil.h"
 #include "base/number.h"
+#include "base/regex.h"
 
 /* The registry. Keep it in the order of st_setting_id_t. */
 static const st_setting_def_t defs[ST_NSETTINGS] = {

@@ -60,7 +60,7 @@ typedef enum {
     ST_TYPE_REGEX_LIST,  /* space-separated regexes */
     ST_TYPE_CHOICE,      /* one word from `choices` */
     ST_TYPE_SIZE,        /* bytes, with an optional unit: 64MB, 512KiB, 1G */
-    ST_TYPE_FLOAT,       /* a decimal number (core/number.h), from fmin to fmax */
+    ST_TYPE_FLOAT,       /* a decimal number (base/number.h), from fmin to fmax */
 } st_setting_type_t;
 
 typedef enum {
@@ -117,7 +117,7 @@ void st_settings_free(st_settings_t *s);
 int st_settings_copy(st_settings_t *dst, const st_settings_t *src);
 
 /* Parses `text` for setting id and stores it (a list is replaced). Numbers go
- * through core/number.h (spaces around them ignored, nan and inf refused, the
+ * through base/number.h (spaces around them ignored, nan and inf refused, the
  * range checked). On a bad value returns ST_EINVAL and msg says which setting,
  * the value and what is accepted. */
 int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_source_t src,
