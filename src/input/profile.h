@@ -23,7 +23,7 @@
 #include "base/err.h"
 #include "core/intern.h"
 #include "core/loctab.h"
-#include "core/model.h"
+#include "model/model.h"
 #include "core/settings.h"
 
 /* Most nodes one thread of a file may hold. */

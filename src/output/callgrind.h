@@ -10,7 +10,7 @@
 #ifndef STRATA_OUTPUT_CALLGRIND_H
 #define STRATA_OUTPUT_CALLGRIND_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 /* Appends the profile to out. Returns 0 or ST_ENOMEM. */

@@ -14,7 +14,7 @@
 #ifndef STRATA_OUTPUT_DOT_H
 #define STRATA_OUTPUT_DOT_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 typedef struct {

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/u64map.h"
 
 typedef struct {

@@ -13,7 +13,7 @@
 #ifndef STRATA_OUTPUT_FOLDED_H
 #define STRATA_OUTPUT_FOLDED_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 /* Most function frames on one line (the thread's frame not counted). */

@@ -12,7 +12,7 @@
 #ifndef STRATA_OUTPUT_HTML_H
 #define STRATA_OUTPUT_HTML_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 /* Appends the page to out; `title` names the result. Returns 0 or ST_ENOMEM. */

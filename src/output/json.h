@@ -4,7 +4,7 @@
 #ifndef STRATA_OUTPUT_JSON_H
 #define STRATA_OUTPUT_JSON_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 #define ST_PROFILE_FORMAT_VERSION 1

@@ -13,7 +13,7 @@
 #ifndef STRATA_OUTPUT_LOADBAL_H
 #define STRATA_OUTPUT_LOADBAL_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 /* The number of distinct ranks among m's threads (0 when none has a rank). */

@@ -17,7 +17,7 @@
 #ifndef STRATA_OUTPUT_PSTATS_H
 #define STRATA_OUTPUT_PSTATS_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 /* Appends the marshalled dict to out (binary). Returns 0 or ST_ENOMEM. */

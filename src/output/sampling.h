@@ -3,7 +3,7 @@
 #ifndef STRATA_OUTPUT_SAMPLING_H
 #define STRATA_OUTPUT_SAMPLING_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 /* Appends the table of m's sampled metrics to out. */

@@ -13,7 +13,7 @@
 #ifndef STRATA_OUTPUT_SPEEDSCOPE_H
 #define STRATA_OUTPUT_SPEEDSCOPE_H
 
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 /* Appends the document to out; `name` titles it. Returns 0 or ST_ENOMEM. */

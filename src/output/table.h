@@ -13,7 +13,7 @@
 #define STRATA_OUTPUT_TABLE_H
 
 #include "core/components.h"
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 
 /* Appends the table of component c to out, ending with a newline. Times are in

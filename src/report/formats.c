@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "core/components.h"
-#include "input/merge.h"
+#include "model/merge.h"
 #include "output/callgrind.h"
 #include "output/folded.h"
 #include "output/html.h"

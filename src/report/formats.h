@@ -24,7 +24,7 @@
 
 #include "base/err.h"
 #include "base/fsutil.h"
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 #include "output/dot.h"
 

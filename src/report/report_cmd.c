@@ -12,7 +12,7 @@
 
 #include "base/err.h"
 #include "base/number.h"
-#include "input/merge.h"
+#include "model/merge.h"
 #include "input/profile.h"
 #include "report/formats.h"
 

@@ -10,7 +10,7 @@
 #include "core/clock.h"
 #include "core/components.h"
 #include "base/fsutil.h"
-#include "core/model.h"
+#include "model/model.h"
 #include "base/strbuf.h"
 #include "output/json.h"
 #include "output/sampling.h"

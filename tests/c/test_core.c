@@ -15,7 +15,7 @@
 #include "base/fsutil.h"
 #include "base/number.h"
 #include "core/intern.h"
-#include "core/model.h"
+#include "model/model.h"
 #include "core/settings.h"
 #include "base/strbuf.h"
 #include "core/trace.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "input/merge.h"
+#include "model/merge.h"
 #include "input/profile.h"
 #include "report/formats.h"
 
