@@ -22,7 +22,7 @@
 
 #include "base/err.h"
 #include "model/model.h"
-#include "input/profile.h"
+#include "model/profile.h"
 
 #define ST_MERGE_SUM_RANKS 1
 

@@ -6,8 +6,7 @@
 
 #include "model/model.h"
 #include "base/strbuf.h"
-
-#define ST_PROFILE_FORMAT_VERSION 1
+#include "model/version.h"
 
 /* Appends the whole document to out. */
 void st_json_write(st_strbuf_t *out, const st_model_t *m);
