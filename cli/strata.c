@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "session/args.h"
-#include "session/avail.h"
-#include "report/report_cmd.h"
+#include "avail.h"
+#include "results.h"
 
 extern char **environ;
 

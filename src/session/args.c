@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "report/formats.h"
+#include "output/registry.h"
 
 /* One flag of the parsed command line, applied after the file and environment. */
 typedef struct {

@@ -15,7 +15,7 @@
 #include "output/json.h"
 #include "output/sampling.h"
 #include "output/table.h"
-#include "report/formats.h"
+#include "output/registry.h"
 
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg)
 {

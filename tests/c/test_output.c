@@ -28,7 +28,7 @@
 #include "output/loadbal.h"
 #include "output/pstats.h"
 #include "output/speedscope.h"
-#include "report/formats.h"
+#include "output/registry.h"
 
 #include "check.h"
 

@@ -8,7 +8,7 @@
 
 #include "model/merge.h"
 #include "input/profile.h"
-#include "report/formats.h"
+#include "output/registry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

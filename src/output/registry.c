@@ -1,4 +1,4 @@
-#include "report/formats.h"
+#include "output/registry.h"
 
 #include "base/fsutil.h"
 

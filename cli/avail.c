@@ -1,4 +1,4 @@
-#include "session/avail.h"
+#include "avail.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "report/report_cmd.h"
+#include "results.h"
 
 #include "base/fsutil.h"
 
@@ -14,7 +14,7 @@
 #include "base/number.h"
 #include "model/merge.h"
 #include "input/profile.h"
-#include "report/formats.h"
+#include "output/registry.h"
 
 static int fail(const char *text)
 {
