@@ -9,6 +9,7 @@
 #include "core/components.h"
 #include "base/fsutil.h"
 #include "output/grid.h"
+#include "verbs.h"
 
 static const char *type_name(st_setting_type_t t)
 {

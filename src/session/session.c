@@ -469,10 +469,10 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     /* The other formats asked for at run time (STRATA_OUTPUT_FORMATS), one at a time:
      * one that fails (Graphviz gone since the start) never stops the others, and each
      * failure is counted. */
-    st_report_opts_t ro;
-    st_report_opts_init(&ro);
+    st_output_opts_t ro;
+    st_output_opts_init(&ro);
     ro.precision = precision;
-    ro.title = st_report_title(&m, *s->target ? s->target : NULL);
+    ro.title = st_output_title(&m, *s->target ? s->target : NULL);
     for (int f = 0; f < ST_NFORMATS; f++)
         if (f != ST_FMT_TEXT && f != ST_FMT_JSON && (formats & (1u << f)))
             failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, NULL, &one),
