@@ -2,7 +2,7 @@
  * results folder, render function with one signature), which is what
  * `strata report --format`, `strata merge --format` and STRATA_OUTPUT_FORMATS (the
  * session's output plan at the end of a run) choose from. A new format is one
- * entry here and one writer beside it; nothing above the writers names formats.
+ * entry here and one writer beside it.
  *
  *   text        the timemory tables, one per component (plus, for a result of
  *               several MPI ranks, the ranks summed and the load-balance table)
