@@ -140,6 +140,16 @@ def test_help(runner):
     assert runner.strata("-h").returncode == 0
 
 
+def test_help_text_unchanged(runner, golden):
+    """The help of `strata python` and `python -m strata`, generated from the settings
+    registry, is the text it always was (the seed's options, in the seed's order and
+    wording), byte for byte."""
+    for run in (runner.strata, runner.module):
+        res = run("--help")
+        assert res.returncode == 0 and res.stderr == "", res.describe()
+        golden("python_help.txt", res.stdout)
+
+
 def test_version(runner, strata_bin):
     from conftest import REPO, run_cmd, clean_env
     import re

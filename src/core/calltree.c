@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
+#include "base/err.h"
 
 static void node_init(st_node_t *n, uint32_t label, uint32_t parent, uint32_t depth)
 {

@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/u64map.h"
+#include "base/u64map.h"
 
 #define ST_TIMER_WALL 0
 #define ST_TIMER_CPU 1

@@ -10,22 +10,15 @@
 
 #include <stddef.h>
 
-#include "core/err.h"
+#include "base/err.h"
+#include "base/regex.h"
 
 struct st_settings;
-
-typedef struct {
-    void **codes;  /* pcre2_code_8 *, owned */
-    size_t n;
-} st_regex_list_t;
 
 typedef struct {
     st_regex_list_t func_include, func_exclude, func_restrict;
     st_regex_list_t mod_include, mod_exclude, mod_restrict;
 } st_filter_t;
-
-/* Checks that pattern compiles; fills msg naming `what` (e.g. the setting) if not. */
-int st_regex_check(const char *pattern, const char *what, st_msg_t *msg);
 
 /* Compiles the six regex-list settings. On failure nothing is left allocated. */
 int st_filter_init(st_filter_t *f, const struct st_settings *s, st_msg_t *msg);

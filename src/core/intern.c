@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
+#include "base/err.h"
 
 void st_intern_init(st_intern_t *t) { memset(t, 0, sizeof *t); }
 

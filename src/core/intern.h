@@ -9,7 +9,7 @@
  * label), so two modules' `work()` are two labels, two call-tree nodes, and two
  * functions in every output. Entries whose string another entry shares are
  * marked `shared`, so that writers can tell them apart when they print names
- * (core/names.h).
+ * (model/names.h).
  *
  * Ids are dense (0, 1, 2, ...) and stable for the table's life. Not thread-safe:
  * the Python collector calls it with the GIL held. */

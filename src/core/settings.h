@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/err.h"
-#include "core/strbuf.h"
+#include "base/err.h"
+#include "base/strbuf.h"
 
 typedef enum {
     ST_S_PROFILE,
@@ -60,7 +60,7 @@ typedef enum {
     ST_TYPE_REGEX_LIST,  /* space-separated regexes */
     ST_TYPE_CHOICE,      /* one word from `choices` */
     ST_TYPE_SIZE,        /* bytes, with an optional unit: 64MB, 512KiB, 1G */
-    ST_TYPE_FLOAT,       /* a decimal number (core/number.h), from fmin to fmax */
+    ST_TYPE_FLOAT,       /* a decimal number (base/number.h), from fmin to fmax */
 } st_setting_type_t;
 
 typedef enum {
@@ -71,6 +71,27 @@ typedef enum {
     ST_SRC_API,
 } st_source_t;
 
+/* How a command-line flag takes its value. */
+typedef enum {
+    ST_ARG_NONE,        /* -b: sets the setting ON */
+    ST_ARG_ONE,         /* -o DIR, --output DIR, --output=DIR */
+    ST_ARG_OPT_BOOL,    /* --trace [BOOL]: ON, or the boolean word that follows */
+    ST_ARG_MANY,        /* -E FUNC [FUNC ...]: the words up to the next one starting with '-' */
+    ST_ARG_ANY,         /* --label [WORD ...]: the same, possibly none */
+} st_arity_t;
+
+/* A setting's command-line flag: the parser (session/args.c) and the option part
+ * of `strata python --help` are generated from these, so a flag is spelled only in
+ * the registry. */
+typedef struct {
+    const char *shortf;     /* "-E", or NULL */
+    const char *longf;      /* "--function-exclude"; NULL: the setting has no flag */
+    st_arity_t arity;
+    const char *metavar;    /* "FUNC" in the help; NULL: "{choice,...}" from choices */
+    const char *help;       /* its line in --help (the seed's wording) */
+    int help_order;         /* its place in --help and the usage line, from 1 */
+} st_flag_t;
+
 typedef struct {
     const char *name;        /* lower case: "components" */
     const char *env;         /* "STRATA_COMPONENTS" */
@@ -80,6 +101,7 @@ typedef struct {
     const char *description;
     const char *choices;     /* comma-separated, or NULL */
     const char *flags;       /* "--components", "-E, --function-exclude", or NULL */
+    st_flag_t flag;          /* the same flag, for the parser and --help */
     int64_t min, max;        /* for ST_TYPE_INT and ST_TYPE_SIZE */
     double fmin, fmax;       /* for ST_TYPE_FLOAT (both included) */
 } st_setting_def_t;
@@ -117,7 +139,7 @@ void st_settings_free(st_settings_t *s);
 int st_settings_copy(st_settings_t *dst, const st_settings_t *src);
 
 /* Parses `text` for setting id and stores it (a list is replaced). Numbers go
- * through core/number.h (spaces around them ignored, nan and inf refused, the
+ * through base/number.h (spaces around them ignored, nan and inf refused, the
  * range checked). On a bad value returns ST_EINVAL and msg says which setting,
  * the value and what is accepted. */
 int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_source_t src,

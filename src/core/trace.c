@@ -10,7 +10,7 @@
 
 #include <sys/mman.h>
 
-#include "core/err.h"
+#include "base/err.h"
 
 void st_trace_shared_init(st_trace_shared_t *sh, uint64_t budget, int policy, uint32_t max_depth,
                           const char *spill_dir)

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 #define ST_JP_MAXDEPTH 64
 #define ST_JP_MAXSTR (16u << 20)

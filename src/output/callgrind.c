@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/components.h"
-#include "core/err.h"
+#include "base/err.h"
 #include "output/fgraph.h"
 
 /* Names in callgrind are one line: newlines would break the file. */

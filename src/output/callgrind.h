@@ -10,8 +10,8 @@
 #ifndef STRATA_OUTPUT_CALLGRIND_H
 #define STRATA_OUTPUT_CALLGRIND_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* Appends the profile to out. Returns 0 or ST_ENOMEM. */
 int st_callgrind_write(st_strbuf_t *out, const st_model_t *m);

@@ -2,8 +2,8 @@
 
 #include <math.h>
 
-#include "core/names.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
+#include "model/names.h"
 
 static int flush(FILE *f, st_strbuf_t *b, int force)
 {

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "output/timeline.h"
 
 /* Writes the whole trace to f. Returns 0, or ST_EIO with msg filled. */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "output/fgraph.h"
 
 #define MULT "\xC3\x97" /* U+00D7, gprof2dot's MULTIPLICATION SIGN */

@@ -14,8 +14,8 @@
 #ifndef STRATA_OUTPUT_DOT_H
 #define STRATA_OUTPUT_DOT_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 typedef struct {
     double node_thres;   /* percent */

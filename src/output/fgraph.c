@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "core/components.h"
-#include "core/err.h"
-#include "core/strbuf.h"
+#include "base/err.h"
+#include "base/strbuf.h"
 
 #define NONE UINT32_MAX
 

@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/model.h"
-#include "core/u64map.h"
+#include "model/model.h"
+#include "base/u64map.h"
 
 typedef struct {
     uint32_t loc;       /* location id, or ST_LOC_NONE (then `label` names it) */

@@ -3,8 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/err.h"
-#include "core/names.h"
+#include "base/err.h"
+#include "model/names.h"
 #include "output/fgraph.h"
 
 static void put_frame(st_strbuf_t *out, const char *s)

@@ -13,8 +13,8 @@
 #ifndef STRATA_OUTPUT_FOLDED_H
 #define STRATA_OUTPUT_FOLDED_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* Most function frames on one line (the thread's frame not counted). */
 #define ST_FOLDED_MAX_DEPTH 256

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 #define ST_GRID_MAXCOLS 16
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
-#include "core/names.h"
+#include "base/err.h"
+#include "model/names.h"
 #include "output/fgraph.h"
 /* st_html_report_css and st_html_report_js, generated from output/html/ */
 #include "html_report_css.inc"

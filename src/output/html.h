@@ -12,8 +12,8 @@
 #ifndef STRATA_OUTPUT_HTML_H
 #define STRATA_OUTPUT_HTML_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* Appends the page to out; `title` names the result. Returns 0 or ST_ENOMEM. */
 int st_html_write(st_strbuf_t *out, const st_model_t *m, const char *title);

@@ -4,10 +4,9 @@
 #ifndef STRATA_OUTPUT_JSON_H
 #define STRATA_OUTPUT_JSON_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
-
-#define ST_PROFILE_FORMAT_VERSION 1
+#include "model/model.h"
+#include "base/strbuf.h"
+#include "model/version.h"
 
 /* Appends the whole document to out. */
 void st_json_write(st_strbuf_t *out, const st_model_t *m);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "output/fgraph.h"
 #include "output/grid.h"
 

@@ -13,8 +13,8 @@
 #ifndef STRATA_OUTPUT_LOADBAL_H
 #define STRATA_OUTPUT_LOADBAL_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* The number of distinct ranks among m's threads (0 when none has a rank). */
 uint32_t st_model_count_ranks(const st_model_t *m);

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 static inline void st_pb_varint(st_strbuf_t *b, uint64_t v)
 {

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/names.h"
+#include "model/names.h"
 #include "output/pb.h"
 
 /* TracePacket */

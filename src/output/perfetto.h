@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "output/timeline.h"
 
 typedef struct {

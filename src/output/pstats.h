@@ -17,8 +17,8 @@
 #ifndef STRATA_OUTPUT_PSTATS_H
 #define STRATA_OUTPUT_PSTATS_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* Appends the marshalled dict to out (binary). Returns 0 or ST_ENOMEM. */
 int st_pstats_write(st_strbuf_t *out, const st_model_t *m);

@@ -3,8 +3,8 @@
 #ifndef STRATA_OUTPUT_SAMPLING_H
 #define STRATA_OUTPUT_SAMPLING_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* Appends the table of m's sampled metrics to out. */
 void st_sampling_table_write(st_strbuf_t *out, const st_model_t *m);

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
-#include "core/names.h"
+#include "base/err.h"
+#include "model/names.h"
 #include "output/fgraph.h"
 #include "output/folded.h"
 

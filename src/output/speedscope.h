@@ -13,8 +13,8 @@
 #ifndef STRATA_OUTPUT_SPEEDSCOPE_H
 #define STRATA_OUTPUT_SPEEDSCOPE_H
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* Appends the document to out; `name` titles it. Returns 0 or ST_ENOMEM. */
 int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name);

@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 
+#include "base/err.h"
 #include "core/components.h"
-#include "core/err.h"
 #include "output/fgraph.h"
 #include "output/grid.h"
 

@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
+#include "model/model.h"
 
 /* Tables up to this size are printed whole. */
 #define ST_SUMMARY_TABLE_BYTES (256 * 1024)

@@ -1,6 +1,6 @@
 #include "output/table.h"
 
-#include "core/names.h"
+#include "model/names.h"
 #include "output/grid.h"
 
 #include <math.h>

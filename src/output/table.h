@@ -26,8 +26,8 @@
 #define STRATA_OUTPUT_TABLE_H
 
 #include "core/components.h"
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* Appends the table of component c to out, ending with a newline. Times are in
  * seconds with `precision` decimals. */

@@ -28,7 +28,7 @@ typedef struct {
 
 typedef struct {
     const st_intern_t *labels;
-    const st_loctab_t *locs;        /* the labels' functions (core/names.h); may be NULL */
+    const st_loctab_t *locs;        /* the labels' functions (model/names.h); may be NULL */
     const st_timeline_thread_t *threads;
     size_t nthreads;
     const st_timeline_counter_t *counters;

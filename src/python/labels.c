@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 const char *st_pytext_utf8(PyObject *s, PyObject **hold)
 {

@@ -6,7 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "report/formats.h"
+#include "base/strbuf.h"
+#include "output/registry.h"
 
 /* One flag of the parsed command line, applied after the file and environment. */
 typedef struct {
@@ -15,100 +16,165 @@ typedef struct {
     const char *value;
 } action_t;
 
-typedef struct {
-    const char *shortf, *longf;
-    st_setting_id_t id;
-    enum { ARG_NONE, ARG_ONE, ARG_OPT_BOOL, ARG_MANY, ARG_ANY } arity;
-} flag_t;
+/* The help is laid out as argparse lays it out on an 88-column terminal: lines of
+ * at most HELP_WIDTH columns, each flag's text from column HELP_COLUMN. */
+#define HELP_WIDTH 86
+#define HELP_COLUMN 24
+#define USAGE_PREFIX "usage: strata python "
 
-static const flag_t flags[] = {
-    {"-v", "--verbosity", ST_S_VERBOSE, ARG_ONE},
-    {"-b", "--builtin", ST_S_BUILTIN, ARG_NONE},
-    {"-c", "--config", ST_S_CONFIG_FILE, ARG_ONE},
-    {"-s", "--setup", ST_S_SETUP, ARG_ONE},
-    {"-F", "--full-filepath", ST_S_FULL_FILEPATH, ARG_OPT_BOOL},
-    {NULL, "--label", ST_S_LABEL, ARG_ANY},
-    {"-I", "--function-include", ST_S_FUNCTION_INCLUDE, ARG_MANY},
-    {"-E", "--function-exclude", ST_S_FUNCTION_EXCLUDE, ARG_MANY},
-    {"-R", "--function-restrict", ST_S_FUNCTION_RESTRICT, ARG_MANY},
-    {"-MI", "--module-include", ST_S_MODULE_INCLUDE, ARG_MANY},
-    {"-ME", "--module-exclude", ST_S_MODULE_EXCLUDE, ARG_MANY},
-    {"-MR", "--module-restrict", ST_S_MODULE_RESTRICT, ARG_MANY},
-    {NULL, "--trace-c", ST_S_TRACE_C, ARG_OPT_BOOL},
-    {"-o", "--output", ST_S_OUTPUT_PATH, ARG_ONE},
-    {NULL, "--components", ST_S_COMPONENTS, ARG_ONE},
-    {NULL, "--trace", ST_S_TRACE, ARG_OPT_BOOL},
-    {NULL, "--trace-format", ST_S_TRACE_FORMAT, ARG_ONE},
-};
+/* One way to write flag `name` with its value: "-E FUNC [FUNC ...]", "--trace [BOOL]". */
+static void flag_form(st_strbuf_t *b, const char *name, const st_setting_def_t *d)
+{
+    const st_flag_t *f = &d->flag;
+    char choices[128];
+    const char *mv = f->metavar;
+    if (!mv) {
+        snprintf(choices, sizeof choices, "{%s}", d->choices ? d->choices : "");
+        mv = choices;
+    }
+    st_strbuf_puts(b, name);
+    switch (f->arity) {
+    case ST_ARG_NONE:
+        break;
+    case ST_ARG_ONE:
+        st_strbuf_printf(b, " %s", mv);
+        break;
+    case ST_ARG_OPT_BOOL:
+        st_strbuf_printf(b, " [%s]", mv);
+        break;
+    case ST_ARG_MANY:
+        st_strbuf_printf(b, " %s [%s ...]", mv, mv);
+        break;
+    case ST_ARG_ANY:
+        st_strbuf_printf(b, " [%s ...]", mv);
+        break;
+    }
+}
+
+/* The settings with a flag, in the order of --help; returns how many. */
+static size_t flags_in_help_order(const st_setting_def_t **out)
+{
+    size_t n = 0;
+    for (int order = 1; order <= ST_NSETTINGS; order++)
+        for (int i = 0; i < ST_NSETTINGS; i++) {
+            const st_setting_def_t *d = st_setting_def((st_setting_id_t)i);
+            if (d->flag.longf && d->flag.help_order == order)
+                out[n++] = d;
+        }
+    return n;
+}
+
+/* Appends one word (n bytes), after a space, or at the start of a new line that
+ * begins at column `indent` when it would pass HELP_WIDTH; *col is the column
+ * reached, *first whether the line has no word yet. */
+static void put_word(st_strbuf_t *b, const char *word, size_t n, size_t *col, size_t indent,
+                     int *first)
+{
+    if (!*first && *col + 1 + n > HELP_WIDTH) {
+        st_strbuf_putc(b, '\n');
+        st_strbuf_fill(b, ' ', indent);
+        *col = indent;
+        *first = 1;
+    }
+    if (!*first) {
+        st_strbuf_putc(b, ' ');
+        (*col)++;
+    }
+    st_strbuf_add(b, word, n);
+    *col += n;
+    *first = 0;
+}
+
+/* Appends the words of text, wrapped (put_word), from column *col. */
+static void wrap_words(st_strbuf_t *b, const char *text, size_t *col, size_t indent)
+{
+    int first = 1;
+    for (const char *p = text; *p;) {
+        p += strspn(p, " ");
+        size_t n = strcspn(p, " ");
+        if (n)
+            put_word(b, p, n, col, indent, &first);
+        p += n;
+    }
+}
 
 void st_args_print_python_help(FILE *out)
 {
-    fputs(
-        "usage: strata python [-h] [-v VERBOSITY] [-b] [-c FILE] [-s FILE] [-F [BOOL]]\n"
-        "                     [--label [{args,file,line} ...]] [-I FUNC [FUNC ...]]\n"
-        "                     [-E FUNC [FUNC ...]] [-R FUNC [FUNC ...]] [-MI FILE [FILE ...]]\n"
-        "                     [-ME FILE [FILE ...]] [-MR FILE [FILE ...]] [--trace-c [BOOL]]\n"
-        "                     [-o DIR] [--components LIST] [--trace [BOOL]]\n"
-        "                     [--trace-format LIST]\n"
-        "                     [--] (script.py | -m module) [args ...]\n"
-        "\n"
-        "optional arguments:\n"
-        "  -h, --help            show this help message and exit\n"
-        "  -v VERBOSITY, --verbosity VERBOSITY\n"
-        "                        Logging verbosity\n"
-        "  -b, --builtin         Put 'profile' in the builtins. Use '@profile' to decorate a\n"
-        "                        single function, or 'with profile:' to profile a single\n"
-        "                        section of code.\n"
-        "  -c FILE, --config FILE\n"
-        "                        strata configuration file\n"
-        "  -s FILE, --setup FILE\n"
-        "                        Code to execute before the code to profile\n"
-        "  -F [BOOL], --full-filepath [BOOL]\n"
-        "                        Encode the full function filename (instead of basename)\n"
-        "  --label [{args,file,line} ...]\n"
-        "                        Encode the function arguments, filename, and/or line number\n"
-        "                        into the profiling function label\n"
-        "  -I FUNC [FUNC ...], --function-include FUNC [FUNC ...]\n"
-        "                        Include any entries with these function names\n"
-        "  -E FUNC [FUNC ...], --function-exclude FUNC [FUNC ...]\n"
-        "                        Filter out any entries with these function names\n"
-        "  -R FUNC [FUNC ...], --function-restrict FUNC [FUNC ...]\n"
-        "                        Select only entries with these function names\n"
-        "  -MI FILE [FILE ...], --module-include FILE [FILE ...]\n"
-        "                        Include any entries from these files\n"
-        "  -ME FILE [FILE ...], --module-exclude FILE [FILE ...]\n"
-        "                        Filter out any entries from these files\n"
-        "  -MR FILE [FILE ...], --module-restrict FILE [FILE ...]\n"
-        "                        Select only entries from these files\n"
-        "  --trace-c [BOOL]      Enable profiling C functions\n"
-        "  -o DIR, --output DIR  Results folder (default: strata-<script>-output/<date_time>)\n"
-        "  --components LIST     What to measure: trip_count, wall_clock, cpu_clock\n"
-        "  --trace [BOOL]        Record every call in a timeline (trace.pftrace, Perfetto)\n"
-        "  --trace-format LIST   Timeline formats: perfetto, chrome (trace.json)\n"
+    const st_setting_def_t *defs[ST_NSETTINGS];
+    size_t n = flags_in_help_order(defs);
+    st_strbuf_t b, item;
+    st_strbuf_init(&b);
+    st_strbuf_init(&item);
+    /* the usage line: [-h], then each flag in its first form, wrapped under the
+     * first; the target on a line of its own */
+    const size_t indent = strlen(USAGE_PREFIX);
+    size_t col = indent;
+    int first = 1;
+    st_strbuf_puts(&b, USAGE_PREFIX);
+    put_word(&b, "[-h]", 4, &col, indent, &first);
+    for (size_t i = 0; i < n; i++) {
+        const st_flag_t *f = &defs[i]->flag;
+        st_strbuf_reset(&item);
+        st_strbuf_putc(&item, '[');
+        flag_form(&item, f->shortf ? f->shortf : f->longf, defs[i]);
+        st_strbuf_putc(&item, ']');
+        put_word(&b, item.data, item.len, &col, indent, &first);
+    }
+    st_strbuf_putc(&b, '\n');
+    st_strbuf_fill(&b, ' ', indent);
+    st_strbuf_puts(&b, "[--] (script.py | -m module) [args ...]\n");
+    st_strbuf_puts(&b, "\noptional arguments:\n"
+                       "  -h, --help            show this help message and exit\n");
+    /* each flag: its forms, then its help from HELP_COLUMN */
+    for (size_t i = 0; i < n; i++) {
+        const st_flag_t *f = &defs[i]->flag;
+        st_strbuf_reset(&item);
+        if (f->shortf) {
+            flag_form(&item, f->shortf, defs[i]);
+            st_strbuf_puts(&item, ", ");
+        }
+        flag_form(&item, f->longf, defs[i]);
+        if (item.len + 4 <= HELP_COLUMN) {
+            st_strbuf_printf(&b, "  %-*s", HELP_COLUMN - 2, st_strbuf_cstr(&item));
+        } else {
+            st_strbuf_printf(&b, "  %s\n", st_strbuf_cstr(&item));
+            st_strbuf_fill(&b, ' ', HELP_COLUMN);
+        }
+        col = HELP_COLUMN;
+        wrap_words(&b, f->help, &col, HELP_COLUMN);
+        st_strbuf_putc(&b, '\n');
+    }
+    st_strbuf_puts(&b,
         "\n"
         "interpreter options (strata python only; python -m strata takes them before -m):\n"
         "  -u, -O, -OO, -B, -P, -q, -X OPT, -W ARG\n"
         "                        Passed to the Python interpreter, with python's meaning;\n"
         "                        for its others use their PYTHON* environment variables\n"
         "\n"
-        "usage: python3 -m strata <STRATA_ARGS> -- <SCRIPT> <SCRIPT_ARGS>\n",
-        out);
+        "usage: python3 -m strata <STRATA_ARGS> -- <SCRIPT> <SCRIPT_ARGS>\n");
+    fwrite(b.data, 1, b.len, out);
+    st_strbuf_free(&item);
+    st_strbuf_free(&b);
 }
 
-static const flag_t *find_flag(const char *word, const char **inline_value)
+/* The setting whose flag `word` names (-E, --function-exclude; --output=DIR, then
+ * *inline_value points at DIR), or -1. */
+static int find_flag(const char *word, const char **inline_value)
 {
     *inline_value = NULL;
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
-        const flag_t *f = &flags[i];
+    for (int i = 0; i < ST_NSETTINGS; i++) {
+        const st_flag_t *f = &st_setting_def((st_setting_id_t)i)->flag;
+        if (!f->longf)
+            continue;
         if ((f->shortf && strcmp(word, f->shortf) == 0) || strcmp(word, f->longf) == 0)
-            return f;
+            return i;
         size_t n = strlen(f->longf);
         if (strncmp(word, f->longf, n) == 0 && word[n] == '=') {
             *inline_value = word + n + 1;
-            return f;
+            return i;
         }
     }
-    return NULL;
+    return -1;
 }
 
 static int is_bool_word(const char *w)
@@ -120,13 +186,13 @@ static int is_bool_word(const char *w)
     return 0;
 }
 
-static int push_action(action_t **acts, size_t *n, st_setting_id_t id, int op, const char *value)
+static int push_action(action_t **acts, size_t *n, int id, int op, const char *value)
 {
     action_t *a = realloc(*acts, (*n + 1) * sizeof *a);
     if (!a)
         return ST_ENOMEM;
     *acts = a;
-    a[*n].id = id;
+    a[*n].id = (st_setting_id_t)id;
     a[*n].op = op;
     a[*n].value = value;
     (*n)++;
@@ -184,48 +250,51 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
         if (w[0] != '-' || w[1] == '\0')
             break;
         const char *inl;
-        const flag_t *f = find_flag(w, &inl);
-        if (!f)
+        int id = find_flag(w, &inl);
+        if (id < 0)
             return st_msg_set(msg, ST_EUSAGE,
                               "unknown option '%s' (see 'strata python --help'; of python's own "
                               "options it takes -u -O -OO -B -P -q -X -W, the others through "
                               "their PYTHON* environment variables)",
                               w);
+        const st_setting_def_t *d = st_setting_def((st_setting_id_t)id);
         i++;
         int rc = 0;
-        switch (f->arity) {
-        case ARG_NONE:
-            rc = push_action(acts, nacts, f->id, ACT_SET, "ON");
+        switch (d->flag.arity) {
+        case ST_ARG_NONE:
+            rc = push_action(acts, nacts, id, ACT_SET, "ON");
             break;
-        case ARG_ONE:
+        case ST_ARG_ONE:
             if (!inl) {
                 if (i >= argc)
                     return st_msg_set(msg, ST_EUSAGE, "option '%s' needs a value", w);
                 inl = argv[i++];
             }
-            if (f->id == ST_S_CONFIG_FILE)
+            if (id == ST_S_CONFIG_FILE)
                 *config = inl;
-            rc = push_action(acts, nacts, f->id, ACT_SET, inl);
+            rc = push_action(acts, nacts, id, ACT_SET, inl);
             break;
-        case ARG_OPT_BOOL:
+        case ST_ARG_OPT_BOOL:
             if (!inl && i < argc && is_bool_word(argv[i]))
                 inl = argv[i++];
-            rc = push_action(acts, nacts, f->id, ACT_SET, inl ? inl : "ON");
+            rc = push_action(acts, nacts, id, ACT_SET, inl ? inl : "ON");
             break;
-        case ARG_MANY:
-        case ARG_ANY: {
+        case ST_ARG_MANY:
+        case ST_ARG_ANY: {
             int got = 0;
-            if (f->id == ST_S_LABEL || f->id == ST_S_COMPONENTS)
-                rc = push_action(acts, nacts, f->id, ACT_CLEAR, NULL);
+            /* the words replace a plain list (--label args line), but add to a regex
+             * list's (-E adds to the excluded names) */
+            if (d->type == ST_TYPE_LIST)
+                rc = push_action(acts, nacts, id, ACT_CLEAR, NULL);
             if (inl) {
-                rc = rc ? rc : push_action(acts, nacts, f->id, ACT_APPEND, inl);
+                rc = rc ? rc : push_action(acts, nacts, id, ACT_APPEND, inl);
                 got++;
             }
             while (rc == 0 && !inl && i < argc && argv[i][0] != '-') {
-                rc = push_action(acts, nacts, f->id, ACT_APPEND, argv[i++]);
+                rc = push_action(acts, nacts, id, ACT_APPEND, argv[i++]);
                 got++;
             }
-            if (rc == 0 && f->arity == ARG_MANY && got == 0)
+            if (rc == 0 && d->flag.arity == ST_ARG_MANY && got == 0)
                 return st_msg_set(msg, ST_EUSAGE, "option '%s' needs at least one value", w);
             break;
         }

@@ -4,8 +4,10 @@
  *     [options] [--] script.py [args]
  *     [options] [--] -m package.module [args]
  *
- * Options that take several values consume the words after them up to the next
- * one starting with '-' (as argparse does). Settings are applied in precedence
+ * The flags are the settings registry's (core/settings.h, st_flag_t): the table
+ * this parser searches and the option part of --help are generated from it, so a
+ * flag is spelled once. Options that take several values consume the words after
+ * them up to the next one starting with '-' (as argparse does). Settings are applied in precedence
  * order: defaults, the config file (-c, else STRATA_CONFIG_FILE, else
  * ~/.strata.cfg when it exists), the environment, then the flags in the order
  * given.
@@ -18,7 +20,7 @@
 
 #include <stdio.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "core/settings.h"
 
 typedef struct {
@@ -51,7 +53,8 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
                          unsigned opts, st_warn_fn warn, FILE *out, st_msg_t *msg);
 void st_args_free(st_args_t *args);
 
-/* Prints the help of `strata python`. */
+/* Prints the help of `strata python`: the usage line and one entry per flag, in
+ * the registry's help_order, laid out as argparse does on an 88-column terminal. */
 void st_args_print_python_help(FILE *out);
 
 #endif

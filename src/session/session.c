@@ -12,14 +12,14 @@
 
 #include "core/clock.h"
 #include "core/components.h"
-#include "core/fsutil.h"
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "base/fsutil.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 #include "output/json.h"
 #include "output/sampling.h"
 #include "output/summary.h"
 #include "output/table.h"
-#include "report/formats.h"
+#include "output/registry.h"
 
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg)
 {
@@ -541,10 +541,10 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     /* The other formats asked for at run time (STRATA_OUTPUT_FORMATS), one at a time:
      * one that fails (Graphviz gone since the start) never stops the others, and each
      * failure is counted. */
-    st_report_opts_t ro;
-    st_report_opts_init(&ro);
+    st_output_opts_t ro;
+    st_output_opts_init(&ro);
     ro.precision = precision;
-    ro.title = st_report_title(&m, *s->target ? s->target : NULL);
+    ro.title = st_output_title(&m, *s->target ? s->target : NULL);
     for (int f = 0; f < ST_NFORMATS; f++)
         if (f != ST_FMT_TEXT && f != ST_FMT_JSON && (formats & (1u << f)))
             failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, NULL, &one),

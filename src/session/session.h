@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "core/calltree.h"
-#include "core/err.h"
+#include "base/err.h"
 #include "core/intern.h"
 #include "core/loctab.h"
 #include "core/settings.h"

@@ -1,7 +1,6 @@
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "system/sampler.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,29 +20,6 @@ enum {
 };
 
 #define MAX_CPU_TRACKS 64
-#define MAX_GPUS 4
-
-/* The part of NVML's API used here (nvml.h, stable since CUDA 5). */
-typedef struct {
-    unsigned long long total, free, used;
-} nvml_memory_t;
-typedef struct {
-    unsigned int gpu, memory;
-} nvml_util_t;
-typedef int (*nvml_init_fn)(void);
-typedef int (*nvml_count_fn)(unsigned int *);
-typedef int (*nvml_handle_fn)(unsigned int, void **);
-typedef int (*nvml_mem_fn)(void *, nvml_memory_t *);
-typedef int (*nvml_uint_fn)(void *, unsigned int *);
-typedef int (*nvml_temp_fn)(void *, int, unsigned int *);
-typedef int (*nvml_util_fn)(void *, nvml_util_t *);
-
-static struct {
-    nvml_mem_fn mem;
-    nvml_uint_fn power;
-    nvml_temp_fn temp;
-    nvml_util_fn util;
-} nvml_fns;
 
 static void add_metric(st_sampler_t *s, const char *name, const char *units)
 {
@@ -71,37 +47,6 @@ static ssize_t read_file(const char *path, char *buf, size_t size)
     buf[total] = '\0';
     own_read_bytes += (uint64_t)total;
     return total;
-}
-
-static void load_nvml(st_sampler_t *s)
-{
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(s->gpu_note, sizeof s->gpu_note,
-                 "no NVIDIA driver (libnvidia-ml.so.1 not found): GPU metrics skipped");
-        return;
-    }
-    nvml_init_fn init = (nvml_init_fn)dlsym(h, "nvmlInit_v2");
-    nvml_count_fn count = (nvml_count_fn)dlsym(h, "nvmlDeviceGetCount_v2");
-    nvml_handle_fn handle = (nvml_handle_fn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
-    nvml_fns.mem = (nvml_mem_fn)dlsym(h, "nvmlDeviceGetMemoryInfo");
-    nvml_fns.power = (nvml_uint_fn)dlsym(h, "nvmlDeviceGetPowerUsage");
-    nvml_fns.temp = (nvml_temp_fn)dlsym(h, "nvmlDeviceGetTemperature");
-    nvml_fns.util = (nvml_util_fn)dlsym(h, "nvmlDeviceGetUtilizationRates");
-    unsigned int n = 0;
-    if (!init || !count || !handle || !nvml_fns.mem || !nvml_fns.power || !nvml_fns.temp ||
-        !nvml_fns.util || init() != 0 || count(&n) != 0) {
-        snprintf(s->gpu_note, sizeof s->gpu_note,
-                 "the NVIDIA driver's libnvidia-ml.so.1 did not initialise: GPU metrics skipped");
-        dlclose(h);
-        return;
-    }
-    s->nvml = h;
-    for (unsigned int i = 0; i < n && s->ngpus < MAX_GPUS; i++)
-        if (handle(i, &s->gpus[s->ngpus]) == 0)
-            s->ngpus++;
-    if (s->ngpus == 0)
-        snprintf(s->gpu_note, sizeof s->gpu_note, "the NVIDIA driver reports no GPU");
 }
 
 static void define_metrics(st_sampler_t *s)
@@ -133,15 +78,13 @@ static void define_metrics(st_sampler_t *s)
         snprintf(name, sizeof name, "cpu%d.frequency", c);
         add_metric(s, name, "MHz");
     }
-    load_nvml(s);
+    st_nvml_open(&s->nvml);
+    s->ngpus = s->nvml.ngpus;
+    snprintf(s->gpu_note, sizeof s->gpu_note, "%s", s->nvml.note);
     for (int g = 0; g < s->ngpus; g++) {
-        static const char *what[4][2] = {{"memory_used", "bytes"},
-                                         {"power", "W"},
-                                         {"temperature", "C"},
-                                         {"utilization", "%"}};
-        for (int k = 0; k < 4; k++) {
-            snprintf(name, sizeof name, "gpu%d.%s", g, what[k][0]);
-            add_metric(s, name, what[k][1]);
+        for (int k = 0; k < ST_NVML_NMETRICS; k++) {
+            snprintf(name, sizeof name, "gpu%d.%s", g, st_nvml_metrics[k].name);
+            add_metric(s, name, st_nvml_metrics[k].units);
         }
     }
 }
@@ -272,19 +215,8 @@ static void sample_now(st_sampler_t *s, double *vals, uint64_t now)
 
     read_cpu_freqs(s, vals + M_FIXED);
     double *g = vals + M_FIXED + s->ncpus;
-    for (int i = 0; i < s->ngpus; i++, g += 4) {
-        nvml_memory_t mem = {0, 0, 0};
-        unsigned int mw = 0, temp = 0;
-        nvml_util_t util = {0, 0};
-        nvml_fns.mem(s->gpus[i], &mem);
-        nvml_fns.power(s->gpus[i], &mw);
-        nvml_fns.temp(s->gpus[i], 0 /* NVML_TEMPERATURE_GPU */, &temp);
-        nvml_fns.util(s->gpus[i], &util);
-        g[0] = (double)mem.used;
-        g[1] = (double)mw / 1000.0;
-        g[2] = (double)temp;
-        g[3] = (double)util.gpu;
-    }
+    for (int i = 0; i < s->ngpus; i++, g += ST_NVML_NMETRICS)
+        st_nvml_read(&s->nvml, i, g);
 }
 
 /* Drops every other sample (bounded memory) and doubles the interval. */
@@ -412,8 +344,7 @@ void st_sampler_free(st_sampler_t *s)
     free(s->ns);
     for (int k = 0; k < s->nmetrics; k++)
         free(s->metrics[k].values);
-    if (s->nvml)
-        dlclose(s->nvml);
+    st_nvml_close(&s->nvml);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     memset(s, 0, sizeof *s);

@@ -2,9 +2,8 @@
  * metrics while the program runs (STRATA_USE_PROCESS_SAMPLING).
  *
  * Design note. Every 1/freq seconds the thread reads /proc/self/stat, status and
- * io, /proc/self/net/dev, each CPU's cpufreq, and, when an NVIDIA driver is there
- * (libnvidia-ml.so.1, loaded with dlopen), each GPU's memory, power, temperature
- * and utilisation. It never touches the interpreter and takes no lock the program
+ * io, /proc/self/net/dev, each CPU's cpufreq, and, when an NVIDIA driver is there,
+ * each GPU's memory, power, temperature and utilisation (gpu/nvml.h). It never touches the interpreter and takes no lock the program
  * could hold. What it costs is measured, and kept out of what it measures: its own
  * CPU time (read from /proc/self/task/<tid>/stat) is subtracted from the process's
  * user and system time and utilisation, and it does not count itself as a thread (nor
@@ -28,7 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/err.h"
+#include "base/err.h"
+#include "gpu/nvml.h"
 
 #define ST_SAMPLER_MAX_METRICS 96
 #define ST_SAMPLER_MAX_SAMPLES 100000
@@ -57,8 +57,7 @@ typedef struct {
     int running, stop;
     int other_threads;                 /* strata's threads besides this one */
     int tid;
-    void *nvml;                        /* dlopen handle */
-    void *gpus[16];
+    st_nvml_t nvml;                    /* the GPUs (gpu/nvml.h) */
     double last_cpu_s, last_ns_s;
     double net_base[2];                /* network counters at the start (received, sent) */
     int failed;                        /* an allocation failed: sampling stopped early */

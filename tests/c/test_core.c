@@ -12,12 +12,12 @@
 #include "core/calltree.h"
 #include "core/components.h"
 #include "core/filter.h"
-#include "core/fsutil.h"
-#include "core/number.h"
+#include "base/fsutil.h"
+#include "base/number.h"
 #include "core/intern.h"
-#include "core/model.h"
+#include "model/model.h"
 #include "core/settings.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 #include "core/trace.h"
 #include "output/json.h"
 #include "output/table.h"
@@ -291,6 +291,83 @@ static void test_args(void)
     char *argv3[] = {"/dev/null", NULL};
     CHECK(st_args_parse_python(&a, 1, argv3, envbad, 0, NULL, stdout, &msg) == ST_EINVAL);
     CHECK(strstr(msg.text, "STRATA_PROFILE") != NULL);
+}
+
+/* The flags are the registry's: each one parses through the generated table (in
+ * both its forms), sets its own setting, and has one place in --help. */
+static void test_flags_from_registry(void)
+{
+    char *envp[] = {"HOME=/nonexistent", NULL};
+    char *help = NULL;
+    size_t helplen = 0;
+    FILE *hf = open_memstream(&help, &helplen);
+    st_args_print_python_help(hf);
+    fclose(hf);
+    int orders[ST_NSETTINGS + 1] = {0};
+    int nflags = 0;
+    for (int i = 0; i < ST_NSETTINGS; i++) {
+        const st_setting_def_t *d = st_setting_def((st_setting_id_t)i);
+        const st_flag_t *f = &d->flag;
+        if (!f->longf) {
+            CHECK(d->flags == NULL);
+            continue;
+        }
+        nflags++;
+        CHECK(f->help && *f->help && f->help_order >= 1 && f->help_order <= ST_NSETTINGS);
+        if (f->help_order >= 1 && f->help_order <= ST_NSETTINGS)
+            orders[f->help_order]++;
+        char text[64];
+        snprintf(text, sizeof text, "%s%s%s", f->shortf ? f->shortf : "", f->shortf ? ", " : "",
+                 f->longf);
+        CHECK(d->flags && strcmp(d->flags, text) == 0);
+        CHECK(strstr(help, f->longf) != NULL);
+        if (i == ST_S_CONFIG_FILE || i == ST_S_SETUP)
+            continue; /* their value must name a readable file */
+        const char *value = f->arity == ST_ARG_NONE        ? NULL
+                            : f->arity == ST_ARG_OPT_BOOL  ? "on"
+                            : d->type == ST_TYPE_REGEX_LIST ? "x"
+                            : d->choices                    ? "wall_clock"
+                                                            : "2";
+        if (i == ST_S_LABEL)
+            value = "line";
+        else if (i == ST_S_TRACE_FORMAT)
+            value = "chrome";
+        else if (i == ST_S_OUTPUT_PATH)
+            value = "/tmp/strata-test-out";
+        for (int form = 0; form < 2; form++) {
+            const char *name = form == 0 && f->shortf ? f->shortf : f->longf;
+            char joined[128];
+            char *argv[6];
+            int argc = 0;
+            if (i == ST_S_TRACE_FORMAT)
+                argv[argc++] = "--trace"; /* it needs a timeline */
+            if (value && form == 1) { /* --flag=value */
+                snprintf(joined, sizeof joined, "%s=%s", f->longf, value);
+                argv[argc++] = joined;
+            } else {
+                argv[argc++] = (char *)name;
+                if (value)
+                    argv[argc++] = (char *)value;
+            }
+            argv[argc++] = "--";
+            argv[argc++] = "/dev/null";
+            argv[argc] = NULL;
+            st_args_t a;
+            st_msg_t msg;
+            int rc = st_args_parse_python(&a, argc, argv, envp, 0, NULL, stdout, &msg);
+            CHECK(rc == 0);
+            if (rc == 0) {
+                CHECK(a.settings.v[i].source == ST_SRC_FLAG);
+                st_args_free(&a);
+            } else {
+                fprintf(stderr, "flag %s: %s\n", argv[0], msg.text);
+            }
+        }
+    }
+    CHECK(nflags > 0);
+    for (int k = 1; k <= nflags; k++)
+        CHECK(orders[k] == 1);
+    free(help);
 }
 
 static void test_filter(void)
@@ -635,6 +712,7 @@ int main(void)
     test_intern();
     test_settings();
     test_args();
+    test_flags_from_registry();
     test_filter();
     test_table();
     test_trace();

@@ -13,11 +13,11 @@
 #include "core/components.h"
 #include "core/intern.h"
 #include "core/loctab.h"
-#include "core/model.h"
+#include "model/model.h"
 #include "core/settings.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 #include "input/jsonpull.h"
-#include "input/merge.h"
+#include "model/merge.h"
 #include "input/profile.h"
 #include "output/callgrind.h"
 #include "output/dot.h"
@@ -28,7 +28,7 @@
 #include "output/loadbal.h"
 #include "output/pstats.h"
 #include "output/speedscope.h"
-#include "report/formats.h"
+#include "output/registry.h"
 
 #include "check.h"
 
@@ -424,8 +424,8 @@ static void test_merge(void)
     CONTAINS(&b, "|      2 | 0.000000 | 0.000001 | 0.000000 | 0.000000 |        33.3 | 2 ");
     /* the text format of a rank result sums the ranks and adds the table */
     st_strbuf_reset(&b);
-    st_report_opts_t ro;
-    st_report_opts_init(&ro);
+    st_output_opts_t ro;
+    st_output_opts_init(&ro);
     CHECK(st_format_render(&b, &p.model, ST_FMT_TEXT, &ro, &msg) == 0);
     CONTAINS(&b, "| |0>>> main ");
     CONTAINS(&b, "LOAD BALANCE");
@@ -453,8 +453,8 @@ static void test_empty(void)
     CHECK(st_profile_parse(&p, text, strlen(text), "e", &msg) == 0);
     const st_model_t *two[2] = {&p.model, &p.model};
     CHECK(st_merge(&m, two, 2, 0, &msg) == 0 && m.nthreads == 0);
-    st_report_opts_t o;
-    st_report_opts_init(&o);
+    st_output_opts_t o;
+    st_output_opts_init(&o);
     for (int f = 0; f < ST_NFORMATS; f++) {
         if (f == ST_FMT_PNG || f == ST_FMT_SVG)
             continue;
@@ -479,6 +479,23 @@ static void test_formats(void)
     CHECK(strcmp(name, "profile-3.json") == 0);
     st_format_file_name(ST_FMT_PSTATS, 0, 0, name, sizeof name);
     CHECK(strcmp(name, "profile.prof") == 0);
+    st_format_file_name(ST_FMT_TEXT, 0, 0, name, sizeof name);
+    CHECK(strcmp(name, "wall_clock.txt") == 0);
+    /* The registry is the one list of formats: every entry renders, and the
+     * settings registry (which the core holds, below the writers) offers exactly its
+     * names, in its order, for STRATA_OUTPUT_FORMATS. */
+    char names[256] = "";
+    for (int f = 0; f < ST_NFORMATS; f++) {
+        const st_output_format_t *e = st_output_format((st_format_t)f);
+        CHECK(e->name && e->stem && e->ext && e->render);
+        CHECK(st_format_find(e->name) == f);
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", f ? "," : "",
+                 e->name);
+    }
+    CHECK(strcmp(names, st_setting_def(ST_S_OUTPUT_FORMATS)->choices) == 0);
+    CHECK(st_formats_parse("bogus", &mask, &msg) == ST_EINVAL &&
+          strstr(msg.text, "(choose from text, json, pstats, dot, png, svg, folded, speedscope, "
+                           "callgrind, html)"));
 }
 
 int main(void)

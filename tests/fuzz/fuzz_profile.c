@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "input/merge.h"
+#include "model/merge.h"
 #include "input/profile.h"
-#include "report/formats.h"
+#include "output/registry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,8 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st_profile_t p;
     st_msg_t msg;
     if (st_profile_parse(&p, buf, size, "fuzz", &msg) == 0) {
-        st_report_opts_t o;
-        st_report_opts_init(&o);
+        st_output_opts_t o;
+        st_output_opts_init(&o);
         static const st_format_t fmts[] = {ST_FMT_TEXT, ST_FMT_JSON, ST_FMT_PSTATS,
                                            ST_FMT_DOT, ST_FMT_FOLDED, ST_FMT_SPEEDSCOPE,
                                            ST_FMT_CALLGRIND, ST_FMT_HTML};

@@ -1,9 +1,9 @@
-#include "core/u64map.h"
+#include "base/u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
+#include "base/err.h"
 
 static uint32_t hash(uint64_t k)
 {

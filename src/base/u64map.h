@@ -1,8 +1,8 @@
 /* A map from 64-bit keys to 32-bit values: open addressing, linear probing, grown
  * at half full. For the report side (node ids in a file, caller -> callee edges),
  * not the hot path. Key UINT64_MAX is reserved. Not thread-safe. */
-#ifndef STRATA_CORE_U64MAP_H
-#define STRATA_CORE_U64MAP_H
+#ifndef STRATA_BASE_U64MAP_H
+#define STRATA_BASE_U64MAP_H
 
 #include <stdint.h>
 

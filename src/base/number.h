@@ -5,8 +5,8 @@
  * optional exponent ("50", "-1", "0.5", ".5", "2.", "1e3"). Spaces around it are
  * ignored, before and after alike. Anything else is refused: "nan", "inf", hex
  * ("0x10", "0x1p3"), a number that overflows a double, words after it. */
-#ifndef STRATA_CORE_NUMBER_H
-#define STRATA_CORE_NUMBER_H
+#ifndef STRATA_BASE_NUMBER_H
+#define STRATA_BASE_NUMBER_H
 
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-#include "input/merge.h"
+#include "model/merge.h"
 
 #include <stdlib.h>
 #include <string.h>

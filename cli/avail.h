@@ -7,15 +7,16 @@
  *     strata avail -G FILE [--all]                     write a config file
  *     strata avail --markdown                          the registry, for the docs
  *
- * The writers take settings and a buffer, so tests can call them alone. */
-#ifndef STRATA_SESSION_AVAIL_H
-#define STRATA_SESSION_AVAIL_H
+ * The writers take settings and a buffer, so tests can call them alone; the verb
+ * itself, st_avail_main, is declared in verbs.h. */
+#ifndef STRATA_CLI_AVAIL_H
+#define STRATA_CLI_AVAIL_H
 
 #include <stdio.h>
 
-#include "core/err.h"
+#include "base/err.h"
 #include "core/settings.h"
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 /* A table of the settings (name, value, source; with `all` also category, flag,
  * choices and description), only those of `category` when it is not NULL. */
@@ -34,9 +35,5 @@ void st_avail_write_config(st_strbuf_t *out, const st_settings_t *s, int all);
 
 /* The registry (defaults, not current values) as Markdown: docs/settings.md. */
 void st_avail_write_markdown(st_strbuf_t *out);
-
-/* The `avail` verb: argv are the words after `strata avail`. Prints to out; returns
- * the exit status (0, or 2 after printing `strata: error: ...` to stderr). */
-int st_avail_main(int argc, char **argv, char *const *envp, FILE *out);
 
 #endif

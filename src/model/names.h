@@ -12,13 +12,13 @@
  *                   frames by name (folded, speedscope, HTML, the timeline's
  *                   Perfetto and Chrome slices) keep functions apart.
  * Function-level names (pstats, callgrind, dot) are in output/fgraph.h. */
-#ifndef STRATA_CORE_NAMES_H
-#define STRATA_CORE_NAMES_H
+#ifndef STRATA_MODEL_NAMES_H
+#define STRATA_MODEL_NAMES_H
 
 #include <stdint.h>
 
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 
 /* The label's text; owned by the model. */
 static inline const char *st_name_text(const st_model_t *m, uint32_t label)

@@ -9,8 +9,8 @@
  * sets `failed` too, and `sink_errno` to the cause; st_strbuf_flush writes the
  * rest. A streaming buffer's data holds only the unwritten tail: a writer never
  * reads back what it appended. */
-#ifndef STRATA_CORE_STRBUF_H
-#define STRATA_CORE_STRBUF_H
+#ifndef STRATA_BASE_STRBUF_H
+#define STRATA_BASE_STRBUF_H
 
 #include <stdarg.h>
 #include <stddef.h>

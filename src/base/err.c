@@ -1,9 +1,9 @@
-#include "core/err.h"
+#include "base/err.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 const char *st_strerror(int err)
 {

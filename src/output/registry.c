@@ -1,6 +1,6 @@
-#include "report/formats.h"
+#include "output/registry.h"
 
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,9 @@
 #include <unistd.h>
 
 #include "core/components.h"
-#include "input/merge.h"
+#include "model/merge.h"
 #include "output/callgrind.h"
+#include "output/dot.h"
 #include "output/folded.h"
 #include "output/html.h"
 #include "output/json.h"
@@ -26,22 +27,10 @@
 
 extern char **environ;
 
-static const struct {
-    const char *name, *stem, *ext;
-} formats[ST_NFORMATS] = {
-    [ST_FMT_TEXT] = {"text", "", ".txt"},
-    [ST_FMT_JSON] = {"json", "profile", ".json"},
-    [ST_FMT_PSTATS] = {"pstats", "profile", ".prof"},
-    [ST_FMT_DOT] = {"dot", "callgraph", ".dot"},
-    [ST_FMT_PNG] = {"png", "callgraph", ".png"},
-    [ST_FMT_SVG] = {"svg", "callgraph", ".svg"},
-    [ST_FMT_FOLDED] = {"folded", "profile", ".folded"},
-    [ST_FMT_SPEEDSCOPE] = {"speedscope", "profile", ".speedscope.json"},
-    [ST_FMT_CALLGRIND] = {"callgrind", "callgrind.out", ""},
-    [ST_FMT_HTML] = {"html", "report", ".html"},
-};
+/* The registry itself, defined below with the render functions. */
+static const st_output_format_t formats[ST_NFORMATS];
 
-void st_report_opts_init(st_report_opts_t *o)
+void st_output_opts_init(st_output_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     st_dot_opts_t d = ST_DOT_OPTS_DEFAULT;
@@ -49,7 +38,7 @@ void st_report_opts_init(st_report_opts_t *o)
     o->precision = 6;
 }
 
-const char *st_report_title(const st_model_t *m, const char *fallback)
+const char *st_output_title(const st_model_t *m, const char *fallback)
 {
     /* `strata python [options] [--] script.py|-m module [args]`: the word after
      * "--", else after -m, else the first word that names a .py file */
@@ -103,11 +92,14 @@ int st_formats_parse(const char *list, unsigned *mask, st_msg_t *msg)
             word[n] = '\0';
             f = st_format_find(word);
         }
-        if (f < 0)
-            return st_msg_set(msg, ST_EINVAL,
-                              "unknown format '%.*s' (choose from text, json, pstats, dot, png, "
-                              "svg, folded, speedscope, callgrind, html)",
-                              (int)(n > 64 ? 64 : n), p);
+        if (f < 0) {
+            char names[256] = "";
+            for (int k = 0; k < ST_NFORMATS; k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                         k ? ", " : "", formats[k].name);
+            return st_msg_set(msg, ST_EINVAL, "unknown format '%.*s' (choose from %s)",
+                              (int)(n > 64 ? 64 : n), p, names);
+        }
         *mask |= 1u << f;
         p += n;
     }
@@ -119,8 +111,6 @@ int st_formats_parse(const char *list, unsigned *mask, st_msg_t *msg)
 void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, size_t size)
 {
     const char *stem = formats[f].stem;
-    if (f == ST_FMT_TEXT)
-        stem = "wall_clock";
     if (has_rank)
         snprintf(buf, size, "%s-%u%s", stem, rank, formats[f].ext);
     else
@@ -150,12 +140,12 @@ static int on_path(const char *name)
 
 int st_formats_check_tools(unsigned mask, const char *what, st_msg_t *msg)
 {
-    unsigned graphviz = mask & ((1u << ST_FMT_PNG) | (1u << ST_FMT_SVG));
-    if (graphviz && !on_path("dot"))
-        return st_msg_set(msg, ST_EINVAL,
-                          "%s: %s needs Graphviz's dot command, which is not on PATH (apt-get "
-                          "install graphviz), or choose dot and render it later",
-                          what, (graphviz & (1u << ST_FMT_PNG)) ? "png" : "svg");
+    for (int f = 0; f < ST_NFORMATS; f++)
+        if ((mask & (1u << f)) && formats[f].tool && !on_path(formats[f].tool))
+            return st_msg_set(msg, ST_EINVAL,
+                              "%s: %s needs Graphviz's %s command, which is not on PATH "
+                              "(apt-get install graphviz), or choose dot and render it later",
+                              what, formats[f].name, formats[f].tool);
     return 0;
 }
 
@@ -254,7 +244,7 @@ static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *
 }
 
 /* The ranks of m summed (for the text tables of a multi-rank result). */
-static int tables(st_strbuf_t *out, const st_model_t *m, const st_report_opts_t *o,
+static int tables(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
                   int component, st_msg_t *msg)
 {
     const st_model_t *tm = m;
@@ -280,54 +270,117 @@ static int tables(st_strbuf_t *out, const st_model_t *m, const st_report_opts_t 
     return out->failed ? st_msg_set(msg, ST_ENOMEM, "out of memory") : 0;
 }
 
-int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
-                     const st_report_opts_t *o, st_msg_t *msg)
+/* The render functions of the registry: each writer behind the one signature. */
+
+static int render_text(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                       st_msg_t *msg)
 {
-    int rc = 0;
-    switch (f) {
-    case ST_FMT_TEXT:
-        rc = tables(out, m, o, -1, msg);
-        if (rc == 0 && st_model_count_ranks(m) > 1) {
-            st_strbuf_putc(out, '\n');
-            rc = st_loadbal_write(out, m, o->precision);
-        }
-        break;
-    case ST_FMT_JSON:
-        st_json_write(out, m);
-        break;
-    case ST_FMT_PSTATS:
-        rc = st_pstats_write(out, m);
-        break;
-    case ST_FMT_DOT:
-        rc = st_dot_write(out, m, &o->dot);
-        break;
-    case ST_FMT_PNG:
-    case ST_FMT_SVG: {
-        st_strbuf_t graph;
-        st_strbuf_init(&graph);
-        rc = st_dot_write(&graph, m, &o->dot);
-        if (rc == 0)
-            rc = run_graphviz(out, &graph, f == ST_FMT_PNG ? "png" : "svg", msg);
-        st_strbuf_free(&graph);
-        if (rc < 0 && rc != ST_ENOMEM)
-            return rc;
-        break;
+    int rc = tables(out, m, o, -1, msg);
+    if (rc == 0 && st_model_count_ranks(m) > 1) {
+        st_strbuf_putc(out, '\n');
+        rc = st_loadbal_write(out, m, o->precision);
     }
-    case ST_FMT_FOLDED:
-        rc = st_folded_write(out, m);
-        break;
-    case ST_FMT_SPEEDSCOPE:
-        rc = st_speedscope_write(out, m, o->title);
-        break;
-    case ST_FMT_CALLGRIND:
-        rc = st_callgrind_write(out, m);
-        break;
-    case ST_FMT_HTML:
-        rc = st_html_write(out, m, o->title);
-        break;
-    default:
+    return rc;
+}
+
+static int render_json(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                       st_msg_t *msg)
+{
+    (void)o, (void)msg;
+    st_json_write(out, m);
+    return 0;
+}
+
+static int render_pstats(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                         st_msg_t *msg)
+{
+    (void)o, (void)msg;
+    return st_pstats_write(out, m);
+}
+
+static int render_dot(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                      st_msg_t *msg)
+{
+    (void)msg;
+    return st_dot_write(out, m, &o->dot);
+}
+
+/* The call graph through Graphviz's dot, as an image of `type`. */
+static int render_image(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                        const char *type, st_msg_t *msg)
+{
+    st_strbuf_t graph;
+    st_strbuf_init(&graph);
+    int rc = st_dot_write(&graph, m, &o->dot);
+    if (rc == 0)
+        rc = run_graphviz(out, &graph, type, msg);
+    st_strbuf_free(&graph);
+    return rc;
+}
+
+static int render_png(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                      st_msg_t *msg)
+{
+    return render_image(out, m, o, "png", msg);
+}
+
+static int render_svg(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                      st_msg_t *msg)
+{
+    return render_image(out, m, o, "svg", msg);
+}
+
+static int render_folded(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                         st_msg_t *msg)
+{
+    (void)o, (void)msg;
+    return st_folded_write(out, m);
+}
+
+static int render_speedscope(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                             st_msg_t *msg)
+{
+    (void)msg;
+    return st_speedscope_write(out, m, o->title);
+}
+
+static int render_callgrind(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                            st_msg_t *msg)
+{
+    (void)o, (void)msg;
+    return st_callgrind_write(out, m);
+}
+
+static int render_html(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                       st_msg_t *msg)
+{
+    (void)msg;
+    return st_html_write(out, m, o->title);
+}
+
+/* The registry. Text's file name is the first component's (a results folder gets
+ * one file per component: see plan()). */
+static const st_output_format_t formats[ST_NFORMATS] = {
+    [ST_FMT_TEXT] = {"text", "wall_clock", ".txt", render_text, NULL},
+    [ST_FMT_JSON] = {"json", "profile", ".json", render_json, NULL},
+    [ST_FMT_PSTATS] = {"pstats", "profile", ".prof", render_pstats, NULL},
+    [ST_FMT_DOT] = {"dot", "callgraph", ".dot", render_dot, NULL},
+    [ST_FMT_PNG] = {"png", "callgraph", ".png", render_png, "dot"},
+    [ST_FMT_SVG] = {"svg", "callgraph", ".svg", render_svg, "dot"},
+    [ST_FMT_FOLDED] = {"folded", "profile", ".folded", render_folded, NULL},
+    [ST_FMT_SPEEDSCOPE] = {"speedscope", "profile", ".speedscope.json", render_speedscope, NULL},
+    [ST_FMT_CALLGRIND] = {"callgrind", "callgrind.out", "", render_callgrind, NULL},
+    [ST_FMT_HTML] = {"html", "report", ".html", render_html, NULL},
+};
+
+const st_output_format_t *st_output_format(st_format_t f) { return &formats[f]; }
+
+int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
+                     const st_output_opts_t *o, st_msg_t *msg)
+{
+    if ((unsigned)f >= ST_NFORMATS)
         return st_msg_set(msg, ST_EINVAL, "unknown format");
-    }
+    int rc = formats[f].render(out, m, o, msg);
     if (rc == 0 && out->failed)
         rc = ST_ENOMEM;
     if (rc == ST_ENOMEM)
@@ -335,7 +388,7 @@ int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
     return rc;
 }
 
-int st_format_check_target(const char *path, const st_report_opts_t *o, st_msg_t *msg)
+int st_format_check_target(const char *path, const st_output_opts_t *o, st_msg_t *msg)
 {
     struct stat st;
     if (stat(path, &st) != 0)
@@ -395,7 +448,7 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
 
 /* Streams one planned file into path. */
 static int write_job(const st_model_t *m, const job_t *job, const char *path,
-                     const st_report_opts_t *o, st_msg_t *msg)
+                     const st_output_opts_t *o, st_msg_t *msg)
 {
     st_fs_out_t fo;
     int rc = st_fs_out_open(&fo, path, msg);
@@ -417,7 +470,7 @@ static int write_job(const st_model_t *m, const job_t *job, const char *path,
 }
 
 int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
-                         const st_report_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
+                         const st_output_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
                          st_msg_t *msg)
 {
     job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + 1];

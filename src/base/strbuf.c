@@ -1,4 +1,4 @@
-#include "core/strbuf.h"
+#include "base/strbuf.h"
 
 #include <errno.h>
 #include <stdio.h>

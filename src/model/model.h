@@ -1,8 +1,8 @@
 /* What the writers read: the finished profile of a run, independent of any
  * collector. The session builds it from its threads once recording has stopped;
  * tests build it from hand-made trees. Nothing here is owned by the model. */
-#ifndef STRATA_CORE_MODEL_H
-#define STRATA_CORE_MODEL_H
+#ifndef STRATA_MODEL_MODEL_H
+#define STRATA_MODEL_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,8 +4,8 @@
  * text. Where a caller needs more than the code (which setting, which value), the
  * failing function also fills an st_msg_t that the front end prints as
  * "strata: error: <message>". */
-#ifndef STRATA_CORE_ERR_H
-#define STRATA_CORE_ERR_H
+#ifndef STRATA_BASE_ERR_H
+#define STRATA_BASE_ERR_H
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
-#include "report/report_cmd.h"
+#include "results.h"
 
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,13 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/err.h"
-#include "core/number.h"
-#include "input/merge.h"
+#include "base/err.h"
+#include "base/number.h"
+#include "model/merge.h"
 #include "input/profile.h"
-#include "report/formats.h"
 
-static int fail(const char *text)
+int st_cli_fail(const char *text)
 {
     fprintf(stderr, "strata: error: %s\n", text);
     return 2;
@@ -24,12 +23,11 @@ static int fail(const char *text)
 
 /* After st_formats_write_dir failed: the files it wrote, then a `strata: error:`
  * line for each that failed (only msg's when none was written: a name refused). */
-static int failed_files(st_strbuf_t *written, st_strbuf_t *errors,
-                        const st_msg_t *msg)
+int st_cli_failed_files(st_strbuf_t *written, st_strbuf_t *errors, const st_msg_t *msg)
 {
     fputs(st_strbuf_cstr(written), stderr);
     if (!errors->len)
-        return fail(msg->text);
+        return st_cli_fail(msg->text);
     const char *e = st_strbuf_cstr(errors);
     while (*e) {
         size_t n = strcspn(e, "\n");
@@ -39,20 +37,15 @@ static int failed_files(st_strbuf_t *written, st_strbuf_t *errors,
     return 2;
 }
 
-static int failf(st_msg_t *msg, int err, const char *fmt, const char *arg)
+int st_cli_failf(st_msg_t *msg, int err, const char *fmt, const char *arg)
 {
     st_msg_set(msg, err, fmt, arg);
-    return fail(msg->text);
+    return st_cli_fail(msg->text);
 }
 
 /* ------------------------------------------------------------------ inputs */
 
-typedef struct {
-    char **paths;
-    size_t n, cap;
-} paths_t;
-
-static int paths_add(paths_t *p, const char *path)
+static int paths_add(st_cli_paths_t *p, const char *path)
 {
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 16;
@@ -68,7 +61,7 @@ static int paths_add(paths_t *p, const char *path)
     return 0;
 }
 
-static void paths_free(paths_t *p)
+void st_cli_paths_free(st_cli_paths_t *p)
 {
     for (size_t i = 0; i < p->n; i++)
         free(p->paths[i]);
@@ -102,7 +95,7 @@ static int cmp_ranked(const void *a, const void *b)
 
 /* The profile files a RESULT argument names: a file, or a folder's profile.json,
  * else its profile-<rank>.json files in rank order. */
-static int resolve(const char *arg, paths_t *out, st_msg_t *msg)
+int st_cli_resolve(const char *arg, st_cli_paths_t *out, st_msg_t *msg)
 {
     struct stat st;
     if (stat(arg, &st) != 0)
@@ -206,7 +199,8 @@ static int note_run(run_id_t **ids, size_t *n, const st_model_t *m, const char *
 
 /* Loads and merges every file into out (a single file is loaded as it is, unless
  * `always_merge`). */
-static int load_all(const paths_t *files, st_profile_t *out, int always_merge, st_msg_t *msg)
+int st_cli_load_all(const st_cli_paths_t *files, st_profile_t *out, int always_merge,
+                    st_msg_t *msg)
 {
     if (files->n == 1 && !always_merge)
         return st_profile_load(out, files->paths[0], msg);
@@ -243,7 +237,7 @@ static int load_all(const paths_t *files, st_profile_t *out, int always_merge, s
 }
 
 /* The identities of the input files, which no output may replace. */
-static int input_ids(const paths_t *files, st_fs_id_t **ids)
+int st_cli_input_ids(const st_cli_paths_t *files, st_fs_id_t **ids)
 {
     *ids = calloc(files->n + 1, sizeof **ids);
     if (!*ids)
@@ -259,15 +253,6 @@ static int input_ids(const paths_t *files, st_fs_id_t **ids)
 }
 
 /* ------------------------------------------------------------------ options */
-
-typedef struct {
-    const char *formats;
-    const char *out;
-    int force;
-    st_report_opts_t ro;
-    char **inputs;
-    int ninputs;
-} opts_t;
 
 static int parse_double(const char *flag, const char *v, double *out, st_msg_t *msg)
 {
@@ -290,10 +275,10 @@ static int take_value(int argc, char **argv, int *i, const char *eq, const char 
     return 0;
 }
 
-static int parse_opts(opts_t *o, int argc, char **argv, int report, st_msg_t *msg)
+int st_cli_parse_opts(st_cli_opts_t *o, int argc, char **argv, int report, st_msg_t *msg)
 {
     memset(o, 0, sizeof *o);
-    st_report_opts_init(&o->ro);
+    st_output_opts_init(&o->ro);
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
     if (!o->inputs)
         return st_msg_set(msg, ST_ENOMEM, "out of memory");
@@ -351,38 +336,8 @@ static int parse_opts(opts_t *o, int argc, char **argv, int report, st_msg_t *ms
     return 0;
 }
 
-static void report_usage(FILE *out)
-{
-    fputs("usage: strata report [--format F] [-o OUT] [--force] [-n PCT] [-e PCT]\n"
-          "                     [--colour-nodes-by-selftime] [--precision N] RESULT\n"
-          "\n"
-          "Renders RESULT (a profile.json, or a results folder) in another format.\n"
-          "\n"
-          "  --format F   text (default), json, pstats, dot, png, svg, folded, speedscope,\n"
-          "               callgrind, html; several (F,F) write each into -o's folder\n"
-          "  -o OUT       the file to write ('-': standard output); default: standard\n"
-          "               output for text, else the format's file in RESULT's folder\n"
-          "  --force      replace files that exist (never RESULT's own files)\n"
-          "  -n PCT       call graph: leave out functions under PCT %% of the total (0.5)\n"
-          "  -e PCT       call graph: leave out calls under PCT %% of the total (0.1)\n"
-          "  --colour-nodes-by-selftime   colour the call graph by self time\n"
-          "  --precision N                decimals in the text tables (6)\n",
-          out);
-}
-
-static void merge_usage(FILE *out)
-{
-    fputs("usage: strata merge [--format F[,F...]] [--force] -o OUT RESULT...\n"
-          "\n"
-          "Combines runs (summed) and MPI ranks (kept apart, with a load-balance table)\n"
-          "into the results folder OUT. RESULT is a profile.json, a profile-<rank>.json or\n"
-          "a results folder. --format chooses what OUT holds (default text,json); files\n"
-          "already in OUT are kept unless --force (an input is never written over).\n",
-          out);
-}
-
 /* The folder a RESULT argument lives in (for default output names). */
-static void result_dir(const char *arg, char *buf, size_t size)
+void st_cli_result_dir(const char *arg, char *buf, size_t size)
 {
     struct stat st;
     if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -394,171 +349,4 @@ static void result_dir(const char *arg, char *buf, size_t size)
         snprintf(buf, size, ".");
     else
         snprintf(buf, size, "%.*s", slash == arg ? 1 : (int)(slash - arg), arg);
-}
-
-int st_report_main(int argc, char **argv)
-{
-    opts_t o;
-    st_msg_t msg;
-    int rc = parse_opts(&o, argc, argv, 1, &msg);
-    if (rc == ST_EHELP) {
-        free(o.inputs);
-        report_usage(stdout);
-        return 0;
-    }
-    if (rc == 0 && o.ninputs != 1)
-        rc = st_msg_set(&msg, ST_EUSAGE, o.ninputs ? "report takes one RESULT (merge several "
-                                                     "with 'strata merge')"
-                                                   : "report needs a RESULT (a profile.json "
-                                                     "or a results folder)");
-    unsigned mask = 1u << ST_FMT_TEXT;
-    if (rc == 0 && o.formats)
-        rc = st_formats_parse(o.formats, &mask, &msg);
-    if (rc < 0) {
-        free(o.inputs);
-        return fail(msg.text);
-    }
-    const char *arg = o.inputs[0];
-    paths_t files = {0};
-    st_profile_t p;
-    st_fs_id_t *ids = NULL;
-    rc = resolve(arg, &files, &msg);
-    if (rc == 0 && input_ids(&files, &ids) < 0)
-        rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");
-    if (rc == 0)
-        rc = load_all(&files, &p, 0, &msg);
-    o.ro.inputs = ids;
-    o.ro.ninputs = files.n;
-    o.ro.keep_existing = !o.force;
-    paths_free(&files);
-    if (rc < 0) {
-        free(ids);
-        free(o.inputs);
-        return fail(msg.text);
-    }
-    o.ro.title = st_report_title(&p.model, "strata profile");
-    int several = (mask & (mask - 1)) != 0;
-    int status = 0;
-    if (several || (!o.out && !(mask & (1u << ST_FMT_TEXT)))) {
-        /* files into a folder: -o, else the result's own */
-        char dir[PATH_MAX];
-        if (o.out)
-            snprintf(dir, sizeof dir, "%s", o.out);
-        else
-            result_dir(arg, dir, sizeof dir);
-        st_strbuf_t written, errors;
-        st_strbuf_init(&written);
-        st_strbuf_init(&errors);
-        if (o.out && st_fs_make_dirs(dir) != 0)
-            status = failf(&msg, ST_EIO, "cannot create the folder '%s'", dir);
-        else if (st_formats_write_dir(&p.model, mask, dir, &o.ro, &written, &errors, &msg) < 0)
-            status = failed_files(&written, &errors, &msg);
-        else
-            fprintf(stderr, "%s", st_strbuf_cstr(&written));
-        st_strbuf_free(&written);
-        st_strbuf_free(&errors);
-    } else {
-        int f = 0;
-        while (!(mask & (1u << f)))
-            f++;
-        if (!o.out || strcmp(o.out, "-") == 0) {
-            /* streamed to standard output */
-            st_strbuf_t buf;
-            st_strbuf_init(&buf);
-            st_strbuf_stream(&buf, stdout);
-            rc = st_format_render(&buf, &p.model, (st_format_t)f, &o.ro, &msg);
-            if (rc < 0 && !buf.sink_errno)
-                status = fail(msg.text);
-            else if (st_strbuf_flush(&buf) < 0)
-                status = fail("cannot write to standard output");
-            st_strbuf_free(&buf);
-        } else {
-            st_fs_out_t fo;
-            if (st_format_check_target(o.out, &o.ro, &msg) < 0 ||
-                st_fs_out_open(&fo, o.out, &msg) < 0) {
-                status = fail(msg.text);
-            } else {
-                rc = st_format_render(&fo.buf, &p.model, (st_format_t)f, &o.ro, &msg);
-                if (rc < 0 && !fo.buf.sink_errno) {
-                    st_fs_out_abort(&fo);
-                    status = fail(msg.text);
-                } else if (st_fs_out_commit(&fo, o.force ? ST_FS_REPLACE : ST_FS_KEEP, &msg) < 0) {
-                    status = fail(msg.text);
-                }
-            }
-        }
-    }
-    st_profile_free(&p);
-    free(ids);
-    free(o.inputs);
-    return status;
-}
-
-int st_merge_main(int argc, char **argv)
-{
-    opts_t o;
-    st_msg_t msg;
-    int rc = parse_opts(&o, argc, argv, 0, &msg);
-    if (rc == ST_EHELP) {
-        free(o.inputs);
-        merge_usage(stdout);
-        return 0;
-    }
-    if (rc == 0 && o.ninputs == 0)
-        rc = st_msg_set(&msg, ST_EUSAGE, "merge needs one RESULT or more");
-    if (rc == 0 && !o.out)
-        rc = st_msg_set(&msg, ST_EUSAGE, "merge needs -o OUT, the folder to write the merged "
-                                         "result into");
-    unsigned mask = (1u << ST_FMT_TEXT) | (1u << ST_FMT_JSON);
-    if (rc == 0 && o.formats)
-        rc = st_formats_parse(o.formats, &mask, &msg);
-    if (rc < 0) {
-        free(o.inputs);
-        return fail(msg.text);
-    }
-    paths_t files = {0};
-    for (int i = 0; i < o.ninputs && rc == 0; i++)
-        rc = resolve(o.inputs[i], &files, &msg);
-    st_fs_id_t *ids = NULL;
-    if (rc == 0 && input_ids(&files, &ids) < 0)
-        rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");
-    st_profile_t p;
-    /* one input is merged too, so that it comes out as a merge would */
-    if (rc == 0)
-        rc = load_all(&files, &p, 1, &msg);
-    size_t nfiles = files.n;
-    paths_free(&files);
-    if (rc < 0) {
-        free(ids);
-        free(o.inputs);
-        return fail(msg.text);
-    }
-    o.ro.inputs = ids;
-    o.ro.ninputs = nfiles;
-    o.ro.keep_existing = !o.force;
-    int status = 0;
-    o.ro.title = st_report_title(&p.model, "strata profile");
-    st_strbuf_t written, errors;
-    st_strbuf_init(&written);
-    st_strbuf_init(&errors);
-    if (st_fs_make_dirs(o.out) != 0) {
-        st_msg_set(&msg, ST_EIO, "cannot create the folder '%s': %s", o.out, strerror(errno));
-        status = fail(msg.text);
-    } else if (st_formats_write_dir(&p.model, mask, o.out, &o.ro, &written, &errors, &msg) < 0) {
-        status = failed_files(&written, &errors, &msg);
-    } else {
-        fprintf(stderr, "[strata] merged %zu profile%s", nfiles, nfiles == 1 ? "" : "s");
-        if (p.model.nranks)
-            fprintf(stderr, " of %u MPI ranks", p.model.nranks);
-        if (p.model.nruns > 1)
-            fprintf(stderr, " (%u runs summed)", p.model.nruns);
-        char shown[PATH_MAX];
-        fprintf(stderr, " into %s\n", st_text_printable(shown, sizeof shown, o.out));
-    }
-    st_strbuf_free(&written);
-    st_strbuf_free(&errors);
-    st_profile_free(&p);
-    free(ids);
-    free(o.inputs);
-    return status;
 }

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE /* renameat2 */
 
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "session/avail.h"
+#include "avail.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,8 +7,9 @@
 #include <unistd.h>
 
 #include "core/components.h"
-#include "core/fsutil.h"
+#include "base/fsutil.h"
 #include "output/grid.h"
+#include "verbs.h"
 
 static const char *type_name(st_setting_type_t t)
 {

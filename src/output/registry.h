@@ -1,5 +1,8 @@
-/* The output formats, by name: what `strata report --format`, `strata merge
- * --format` and STRATA_OUTPUT_FORMATS (at the end of a run) choose from.
+/* The writer registry: every output format in one table (name, file name in a
+ * results folder, render function with one signature), which is what
+ * `strata report --format`, `strata merge --format` and STRATA_OUTPUT_FORMATS (the
+ * session's output plan at the end of a run) choose from. A new format is one
+ * entry here and one writer beside it.
  *
  *   text        the timemory tables, one per component (plus, for a result of
  *               several MPI ranks, the ranks summed and the load-balance table)
@@ -16,16 +19,16 @@
  * is streamed to a temporary name beside it (memory stays bounded however large
  * the file) and renamed into place, so a file with its final name is always
  * whole. */
-#ifndef STRATA_REPORT_FORMATS_H
-#define STRATA_REPORT_FORMATS_H
+#ifndef STRATA_OUTPUT_REGISTRY_H
+#define STRATA_OUTPUT_REGISTRY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/err.h"
-#include "core/fsutil.h"
-#include "core/model.h"
-#include "core/strbuf.h"
+#include "base/err.h"
+#include "base/fsutil.h"
+#include "model/model.h"
+#include "base/strbuf.h"
 #include "output/dot.h"
 
 typedef enum {
@@ -49,14 +52,30 @@ typedef struct {
     int keep_existing;      /* 1: refuse to replace an existing file (no --force) */
     const st_fs_id_t *inputs; /* files never written over, even with --force */
     size_t ninputs;
-} st_report_opts_t;
+} st_output_opts_t;
+
+/* Renders m in one format into out (binary for pstats and png): 0, or a negative
+ * st_err code with msg saying why (ST_ENOMEM may leave msg to the caller). */
+typedef int (*st_output_render_fn)(st_strbuf_t *out, const st_model_t *m,
+                                   const st_output_opts_t *o, st_msg_t *msg);
+
+/* One entry of the registry. */
+typedef struct {
+    const char *name;          /* "pstats": what --format and STRATA_OUTPUT_FORMATS say */
+    const char *stem, *ext;    /* its file in a results folder: stem[-rank]ext */
+    st_output_render_fn render;
+    const char *tool;          /* a command it runs, which must be on PATH; or NULL */
+} st_output_format_t;
+
+/* The registry's entry of format f (static; never NULL for f < ST_NFORMATS). */
+const st_output_format_t *st_output_format(st_format_t f);
 
 /* Defaults: gprof2dot's thresholds, 6 decimals. */
-void st_report_opts_init(st_report_opts_t *o);
+void st_output_opts_init(st_output_opts_t *o);
 
 /* What names a result in html and speedscope: the module of a `-m` run, else the
  * script, as the run's command line gave them; `fallback` if it has none. */
-const char *st_report_title(const st_model_t *m, const char *fallback);
+const char *st_output_title(const st_model_t *m, const char *fallback);
 
 /* The format named `name`, or -1. */
 int st_format_find(const char *name);
@@ -71,21 +90,20 @@ int st_formats_parse(const char *list, unsigned *mask, st_msg_t *msg);
  * component's. */
 void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, size_t size);
 
-/* Checks that the tools the formats in mask need can be run: png and svg need
- * Graphviz's dot on PATH. ST_EINVAL with a message naming `what` (the setting or
+/* Checks that the tools the formats in mask need can be run (the entries' `tool`:
+ * png and svg need Graphviz's dot on PATH). ST_EINVAL with a message naming `what` (the setting or
  * flag that asked) when one is missing; 0 otherwise. */
 int st_formats_check_tools(unsigned mask, const char *what, st_msg_t *msg);
 
-/* Renders format f of m into out (binary for pstats and png). Text is every
- * table, one after another. png and svg run Graphviz's dot: ST_EIO with a clear
+/* Renders format f of m into out through its entry (binary for pstats and png).
+ * Text is every table, one after another. png and svg run Graphviz's dot: ST_EIO with a clear
  * message when it is not installed or fails. */
 int st_format_render(st_strbuf_t *out, const st_model_t *m, st_format_t f,
-                     const st_report_opts_t *o, st_msg_t *msg);
-
+                     const st_output_opts_t *o, st_msg_t *msg);
 
 /* Checks that path may be written under o: ST_EIO with a message when it is one
  * of o->inputs, or exists while o->keep_existing. */
-int st_format_check_target(const char *path, const st_report_opts_t *o, st_msg_t *msg);
+int st_format_check_target(const char *path, const st_output_opts_t *o, st_msg_t *msg);
 
 /* Writes every format in mask into folder dir (which exists) under its file name.
  * Text writes <component>.txt for each component (and load_balance.txt for a
@@ -95,7 +113,7 @@ int st_format_check_target(const char *path, const st_report_opts_t *o, st_msg_t
  * it, one per line; if `errors` is not NULL, each failure's message is, one per
  * line. Returns 0, or the first failure's code with msg holding its text. */
 int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
-                         const st_report_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
+                         const st_output_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
                          st_msg_t *msg);
 
 #endif

@@ -17,12 +17,12 @@
  * Counts and time sums never wrap: a sum that would pass ST_COUNT_MAX (2^63 - 1,
  * the largest integer profile.json holds) stays there, and the merger's
  * `saturated` flag tells the caller to say so. */
-#ifndef STRATA_INPUT_MERGE_H
-#define STRATA_INPUT_MERGE_H
+#ifndef STRATA_MODEL_MERGE_H
+#define STRATA_MODEL_MERGE_H
 
-#include "core/err.h"
-#include "core/model.h"
-#include "input/profile.h"
+#include "base/err.h"
+#include "model/model.h"
+#include "model/profile.h"
 
 #define ST_MERGE_SUM_RANKS 1
 

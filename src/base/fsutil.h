@@ -1,14 +1,14 @@
 /* Files: making folders and writing a file whole or not at all. */
-#ifndef STRATA_CORE_FSUTIL_H
-#define STRATA_CORE_FSUTIL_H
+#ifndef STRATA_BASE_FSUTIL_H
+#define STRATA_BASE_FSUTIL_H
 
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "core/err.h"
-#include "core/strbuf.h"
+#include "base/err.h"
+#include "base/strbuf.h"
 
 /* mkdir -p: 0, or -1 with errno set (ENOTDIR when a part is not a folder). */
 int st_fs_make_dirs(const char *path);
@@ -19,7 +19,7 @@ int st_fs_make_dirs(const char *path);
 int st_fs_write_atomic(const char *path, const char *data, size_t len, st_msg_t *msg);
 
 /* A file being written: a temporary file beside `path`, created exclusively
- * (mkstemp), that `buf` streams into (core/strbuf.h); commit renames it into
+ * (mkstemp), that `buf` streams into (base/strbuf.h); commit renames it into
  * place. Memory stays bounded however large the file. */
 typedef struct {
     FILE *f;

@@ -1,0 +1,33 @@
+/* The verbs of the `strata` command, one file each; cli/strata.c dispatches.
+ *
+ *     strata python [options] [--] script.py [args]      python.c
+ *     strata avail  [options]                             avail.c (avail.h)
+ *     strata report [options] RESULT                      report.c
+ *     strata merge  [options] -o OUT RESULT...            merge.c
+ *
+ * Each takes the words after the verb and returns the exit status: 0, or 2 after
+ * one line `strata: error: ...` on standard error (a mistake: unknown flag or
+ * format, a missing, truncated, corrupt or newer-format file, a folder with no
+ * profile); no output file is left half written. */
+#ifndef STRATA_CLI_VERBS_H
+#define STRATA_CLI_VERBS_H
+
+#include <stdio.h>
+
+/* Checks the command line, then replaces the process with the interpreter running
+ * strata's runner (returns only on a mistake or when exec fails). */
+int st_python_main(int argc, char **argv);
+
+/* Renders a result in another format:
+ *     strata report [--format F[,F...]] [-o OUT] [-n PCT] [-e PCT]
+ *                   [--colour-nodes-by-selftime] [--precision N] RESULT */
+int st_report_main(int argc, char **argv);
+
+/* Combines runs or MPI ranks:
+ *     strata merge [--format F[,F...]] -o OUT RESULT... */
+int st_merge_main(int argc, char **argv);
+
+/* Lists settings and components (envp: the environment); prints to out. */
+int st_avail_main(int argc, char **argv, char *const *envp, FILE *out);
+
+#endif

@@ -1,0 +1,96 @@
+#include "model/profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int st_profile_init(st_profile_t *p)
+{
+    memset(p, 0, sizeof *p);
+    st_intern_init(&p->labels);
+    st_loctab_init(&p->locs);
+    if (st_settings_init(&p->settings) < 0)
+        return ST_ENOMEM;
+    p->have_settings = 1;
+    st_profile_sync(p);
+    return 0;
+}
+
+void st_profile_free(st_profile_t *p)
+{
+    for (size_t i = 0; i < p->nthreads; i++) {
+        st_calltree_free(&p->trees[i]);
+        free(p->thread_names[i]);
+    }
+    free(p->trees);
+    free(p->threads);
+    free(p->thread_names);
+    for (size_t i = 0; i < p->ncommand; i++)
+        free(p->command[i]);
+    free(p->command);
+    free(p->python_version);
+    free(p->clock_name);
+    free(p->host);
+    st_intern_free(&p->labels);
+    st_loctab_free(&p->locs);
+    if (p->have_settings)
+        st_settings_free(&p->settings);
+    memset(p, 0, sizeof *p);
+}
+
+void st_profile_sync(st_profile_t *p)
+{
+    st_model_t *m = &p->model;
+    for (size_t i = 0; i < p->nthreads; i++) {
+        p->threads[i].tree = &p->trees[i];
+        p->threads[i].name = p->thread_names[i];
+    }
+    m->labels = &p->labels;
+    m->threads = p->threads;
+    m->nthreads = p->nthreads;
+    m->ns_per_tick[0] = m->ns_per_tick[1] = 1.0;
+    m->settings = &p->settings;
+    m->command = (const char *const *)p->command;
+    m->ncommand = p->ncommand;
+    m->python_version = p->python_version;
+    m->clock_name = p->clock_name;
+    m->host = p->host;
+    m->locs = p->locs.nlocs ? &p->locs : NULL;
+}
+
+long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
+                           int has_rank, uint32_t rank)
+{
+    if (p->nthreads == p->capthreads) {
+        size_t cap = p->capthreads ? p->capthreads * 2 : 4;
+        st_calltree_t *t = realloc(p->trees, cap * sizeof *t);
+        if (!t)
+            return -1;
+        p->trees = t;
+        st_model_thread_t *th = realloc(p->threads, cap * sizeof *th);
+        if (!th)
+            return -1;
+        p->threads = th;
+        char **n = realloc(p->thread_names, cap * sizeof *n);
+        if (!n)
+            return -1;
+        p->thread_names = n;
+        p->capthreads = cap;
+    }
+    size_t i = p->nthreads;
+    char *copy = strdup(name ? name : "");
+    if (!copy)
+        return -1;
+    if (st_calltree_init(&p->trees[i], 0) < 0) {
+        free(copy);
+        return -1;
+    }
+    p->thread_names[i] = copy;
+    memset(&p->threads[i], 0, sizeof p->threads[i]);
+    p->threads[i].index = index;
+    p->threads[i].tid = tid;
+    p->threads[i].has_rank = has_rank;
+    p->threads[i].rank = rank;
+    p->nthreads++;
+    st_profile_sync(p);
+    return (long)i;
+}

@@ -1,0 +1,43 @@
+/* A profile that owns what its model points to: what the profile.json reader
+ * fills and what a merge produces. Its `model` is the st_model_t the writers read,
+ * kept pointing into the profile by st_profile_sync. */
+#ifndef STRATA_MODEL_PROFILE_H
+#define STRATA_MODEL_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/calltree.h"
+#include "core/intern.h"
+#include "core/loctab.h"
+#include "core/settings.h"
+#include "model/model.h"
+
+typedef struct {
+    st_intern_t labels;
+    st_loctab_t locs;
+    st_settings_t settings;
+    st_calltree_t *trees;
+    st_model_thread_t *threads;
+    char **thread_names;
+    size_t nthreads, capthreads;
+    char **command;
+    size_t ncommand;
+    char *python_version, *clock_name, *host;
+    int have_settings;
+    st_model_t model;       /* points into this profile */
+} st_profile_t;
+
+/* An empty profile (no threads), ready to be filled by a merge. */
+int st_profile_init(st_profile_t *p);
+void st_profile_free(st_profile_t *p);
+
+/* Adds an empty thread (tree with only a root) and returns its index, or -1. The
+ * name is copied. */
+long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
+                           int has_rank, uint32_t rank);
+
+/* Points p->model at the profile's current contents (after adding threads). */
+void st_profile_sync(st_profile_t *p);
+
+#endif
