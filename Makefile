@@ -12,7 +12,7 @@ PY313_DEBS := graphviz protobuf-compiler
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs.
 TEST_DEBS := graphviz chromium clang protobuf-compiler
 
-.PHONY: all deps venv build demo test test-c test-py test-asan test-py313 bench clean fuzz
+.PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 bench bench-recorder clean fuzz
 
 all: build
 
@@ -47,6 +47,14 @@ test-c: deps
 	cmake --build build/ctest -j2 >/dev/null
 	cd build/ctest && ctest --output-on-failure
 
+# The C unit tests again under ThreadSanitizer: the recorder from plain pthreads and
+# from a signal handler (tests/c/test_recorder.c) must show no data race.
+test-tsan: deps
+	cmake -S . -B build/tsan-ctest -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE=tsan >/dev/null
+	cmake --build build/tsan-ctest -j2 >/dev/null
+	cd build/tsan-ctest && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure
+
 test-py: build
 	$(PY) -m pytest -q tests
 
@@ -72,7 +80,7 @@ test-asan: deps
 test-py313: deps
 	STRATA_LEG_DEBS="$(PY313_DEBS)" bash scripts/py313-leg.sh test
 
-test: test-c test-py test-asan test-py313
+test: test-c test-tsan test-py test-asan test-py313
 
 # Fuzzes the profile.json reader (and the writers behind it) with libFuzzer for
 # FUZZ_SECONDS (default 600); not part of `make test`. Crashes land in build/fuzz/.
