@@ -96,5 +96,12 @@ fuzz: deps
 bench: build
 	$(PY) bench/run.py
 
+# enter+exit ns of the recorder against today's call tree + timeline (C only, a few
+# seconds; the figures go in docs/engine.md).
+bench-recorder: deps
+	cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build build/bench -j2 --target recorder_bench >/dev/null
+	build/bench/recorder_bench 25 15
+
 clean:
 	rm -rf build $(VENV) $(ASANVENV) demo-output

@@ -36,11 +36,13 @@ static void give_back(st_ev_shared_t *sh, size_t bytes)
 }
 
 /* Chunks are mappings of their own, so that a finished thread's chunk goes back to
- * the system at once (freed heap memory would stay in the thread's malloc arena). */
+ * the system at once (freed heap memory would stay in the thread's malloc arena).
+ * They are populated when made: one system call instead of a page fault for every
+ * page on the hot path (or in a signal handler), and the chunk is filled anyway. */
 static st_evchunk_t *chunk_new(uint32_t words, uint32_t sig)
 {
     void *p = mmap(NULL, ST_EV_CHUNK_BYTES(words), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     st_evchunk_t *c = p;

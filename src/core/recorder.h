@@ -296,9 +296,12 @@ static inline const void *st_rec_top_key(const st_rec_thread_t *th)
  * include exits of calls never entered: Python). Returns 1 if closed. */
 static inline int st_rec_exit_key_t(st_rec_thread_t *th, const void *key, const int tracing)
 {
-    if (th->unpushed || st_rec_top_key(th) != key)
+    if (th->unpushed || th->depth == 0 || th->stack[th->depth - 1].key != key)
         return 0;
-    return st_rec_exit_t(th, tracing);
+    uint64_t wall = st_rec_wall(th);
+    uint64_t cpu = th->ntimers == 2 ? st_rec_cpu(th) : 0;
+    st_rec_close_top(th, wall, cpu, tracing);
+    return 1;
 }
 
 /* ------------------------------------------------------------------------- */
