@@ -196,7 +196,9 @@ __attribute__((noinline, cold)) st_rec_thread_t *st_rec_register(st_recorder_t *
 
 void st_rec_thread_finish(st_rec_thread_t *th)
 {
+    pthread_mutex_lock(&th->rec->lock); /* registrations read `finished` */
     th->finished = 1;
+    pthread_mutex_unlock(&th->rec->lock);
     st_evbuf_finish(&th->ev);
 }
 
@@ -341,19 +343,16 @@ void st_rec_maintain(st_recorder_t *r)
     st_ev_refill(&r->ev);
     if (r->ev.policy != ST_EV_FLUSH)
         return;
-    pthread_mutex_lock(&r->lock);
-    uint32_t n = r->nthreads;
-    st_rec_thread_t **threads = r->threads;
-    pthread_mutex_unlock(&r->lock);
-    /* thread states are never freed before st_rec_free; the array may be
-     * reallocated by a registration, so it is read under the lock each time */
-    for (uint32_t i = 0; i < n; i++) {
+    /* thread states live until st_rec_free, but a registration may move the array:
+     * each one is looked up under the lock, and drained outside it */
+    for (uint32_t i = 0;; i++) {
         pthread_mutex_lock(&r->lock);
-        st_rec_thread_t *th = r->threads[i];
+        st_rec_thread_t *th = i < r->nthreads ? r->threads[i] : NULL;
         pthread_mutex_unlock(&r->lock);
+        if (!th)
+            break;
         st_ev_drain(&th->ev);
     }
-    (void)threads;
     st_ev_refill(&r->ev);
 }
 
