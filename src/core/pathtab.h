@@ -8,8 +8,10 @@
  * Nothing is allocated once the paths of a program have been seen.
  *
  * Bounds: at most `max_nodes` nodes; a path that would need a node beyond that is
- * ST_PATH_NONE and counted in `dropped`. An allocation failure sets the sticky
- * `failed` flag and behaves the same way. The table keeps its columns (`cols`) as
+ * ST_PATH_NONE and counted in `dropped`, and so is every path asked for under a
+ * dropped one, or with the label ST_PATH_NONE (a collector that could not make its
+ * label): `dropped` is the number of calls missing from the table. An allocation
+ * failure sets the sticky `failed` flag and behaves the same way. The table keeps its columns (`cols`) as
  * long as the nodes: a new node gets empty cells in every column.
  *
  * A table belongs to one thread; nothing here is thread-safe or signal-safe. */
@@ -48,13 +50,16 @@ void st_pathtab_free(st_pathtab_t *t);
 /* Slow half of st_pathtab_child: the map lookup, or a new node. */
 uint32_t st_pathtab_find(st_pathtab_t *t, uint32_t parent, uint32_t label);
 
-/* The child of `parent` labelled `label`, made if new; ST_PATH_NONE when parent is
- * ST_PATH_NONE, or when the node limit is reached or memory runs out. Inline: the
+/* The child of `parent` labelled `label`, made if new; ST_PATH_NONE (counted) when
+ * parent or label is ST_PATH_NONE, or when the node limit is reached or memory runs
+ * out. Inline: the
  * hint check is the hot path. */
 static inline uint32_t st_pathtab_child(st_pathtab_t *t, uint32_t parent, uint32_t label)
 {
-    if (parent == ST_PATH_NONE)
+    if (__builtin_expect(parent == ST_PATH_NONE || label == ST_PATH_NONE, 0)) {
+        t->dropped++;
         return ST_PATH_NONE;
+    }
     uint32_t hint = t->nodes[parent].hint;
     if (__builtin_expect(hint != ST_PATH_NONE, 1) && t->nodes[hint].label == label)
         return hint;

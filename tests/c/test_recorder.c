@@ -155,7 +155,8 @@ static void test_pathtab(void)
     CHECK(st_pathtab_child(&t, 0, 12) == 3);  /* the map, a new node */
     CHECK(st_pathtab_child(&t, 0, 10) == a);  /* the map again */
     CHECK(st_pathtab_child(&t, 0, 13) == ST_PATH_NONE && t.dropped == 1); /* max_nodes */
-    CHECK(st_pathtab_child(&t, ST_PATH_NONE, 1) == ST_PATH_NONE);
+    CHECK(st_pathtab_child(&t, ST_PATH_NONE, 1) == ST_PATH_NONE && t.dropped == 2); /* under it */
+    CHECK(st_pathtab_child(&t, a, ST_PATH_NONE) == ST_PATH_NONE && t.dropped == 3); /* no label */
     CHECK(t.nodes[b].depth == 1 && t.nodes[b].parent == a);
     CHECK(t.nodes[0].first_child == a && t.nodes[a].next_sibling == 3);
     st_pathtab_free(&t);
@@ -251,6 +252,34 @@ static void test_fake_clock(void)
     CHECK(wall_of(th, n6)->sum == 20);
     st_rec_free(&r);
     CHECK(st_rec_self_sig(&r) == NULL);
+}
+
+/* The node limit: calls beyond it, and calls under those, are counted and not
+ * recorded; the stack and the timeline stay balanced. */
+static void test_node_limit(void)
+{
+    fake_clock_t clk = {0, 0};
+    st_rec_config_t c = config(1, 1 << 20, ST_EV_DISCARD);
+    c.max_nodes = 3; /* the root and two paths */
+    c.wall = fake_wall;
+    c.clock_ctx = &clk;
+    st_recorder_t r;
+    CHECK(st_rec_init(&r, &c) == 0);
+    st_rec_thread_t *th = st_rec_self(&r);
+    for (uint32_t l = 1; l <= 4; l++) {
+        clk.wall += 10;
+        st_rec_enter(th, l, NULL);
+    }
+    for (int i = 0; i < 4; i++) {
+        clk.wall += 10;
+        CHECK(st_rec_exit(th) == 1);
+    }
+    CHECK(th->paths.nnodes == 3 && th->paths.dropped == 2 && th->depth == 0);
+    uint32_t a = child(&th->paths, 0, 1), b = child(&th->paths, a, 2);
+    CHECK(wall_of(th, a)->sum == 70 && wall_of(th, b)->sum == 50);
+    CHECK(wall_of(th, b)->self == 50); /* its unrecorded children are its own time */
+    CHECK(st_evbuf_words(&th->ev, 0) == 8 && th->ev.depth == 0);
+    st_rec_free(&r);
 }
 
 /* Every kind of event, its payload, tracks with foreign clocks, and the columns
@@ -705,6 +734,7 @@ int main(void)
     test_tstat();
     test_pathtab();
     test_fake_clock();
+    test_node_limit();
     test_event_kinds();
     test_discard();
     test_flush();
