@@ -101,7 +101,7 @@ bench: build
 bench-recorder: deps
 	cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build build/bench -j2 --target recorder_bench >/dev/null
-	build/bench/recorder_bench 25 15
+	build/bench/recorder_bench 25 30
 
 clean:
 	rm -rf build $(VENV) $(ASANVENV) demo-output
