@@ -13,7 +13,7 @@ PY313_DEBS := graphviz protobuf-compiler
 # Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt).
 TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev
 
-.PHONY: all deps venv build demo test test-c test-py test-asan test-py313 bench clean fuzz
+.PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 bench bench-recorder clean fuzz
 
 all: build
 
@@ -48,6 +48,14 @@ test-c: deps
 	cmake --build build/ctest -j2 >/dev/null
 	cd build/ctest && ctest --output-on-failure
 
+# The C unit tests again under ThreadSanitizer: the recorder from plain pthreads and
+# from a signal handler (tests/c/test_recorder.c) must show no data race.
+test-tsan: deps
+	cmake -S . -B build/tsan-ctest -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE=tsan >/dev/null
+	cmake --build build/tsan-ctest -j2 >/dev/null
+	cd build/tsan-ctest && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure
+
 test-py: build
 	$(PY) -m pytest -q tests
 
@@ -73,7 +81,7 @@ test-asan: deps
 test-py313: deps
 	STRATA_LEG_DEBS="$(PY313_DEBS)" bash scripts/py313-leg.sh test
 
-test: test-c test-py test-asan test-py313
+test: test-c test-tsan test-py test-asan test-py313
 
 # Fuzzes the profile.json reader (and the writers behind it) with libFuzzer for
 # FUZZ_SECONDS (default 600); not part of `make test`. Crashes land in build/fuzz/.
@@ -88,6 +96,13 @@ fuzz: deps
 
 bench: build
 	$(PY) bench/run.py
+
+# enter+exit ns of the recorder against today's call tree + timeline (C only, a few
+# seconds; the figures go in docs/engine.md).
+bench-recorder: deps
+	cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build build/bench -j2 --target recorder_bench >/dev/null
+	build/bench/recorder_bench 25 30
 
 clean:
 	rm -rf build $(VENV) $(ASANVENV) demo-output

@@ -134,33 +134,14 @@ void st_calltree_close_all(st_calltree_t *t, const uint64_t *now, int ntimers)
         st_calltree_close_top(t, now, ntimers);
 }
 
-/* Chan et al.'s combination of a Welford state (n, mean, m2) with a batch of bn
- * calls whose times sum to bsum and whose squares sum to bsq (exactly). */
-static void combine(uint64_t n, double mean, double m2, uint64_t bn, uint64_t bsum,
-                    unsigned __int128 bsq, double *out_mean, double *out_m2)
-{
-    if (bn == 0) {
-        *out_mean = mean;
-        *out_m2 = m2;
-        return;
-    }
-    /* bn * bsq - bsum^2 >= 0 (Cauchy-Schwarz), exact in 128 bits for bn <= ST_BATCH. */
-    unsigned __int128 num = (unsigned __int128)bn * bsq - (unsigned __int128)bsum * bsum;
-    double bmean = (double)bsum / (double)bn;
-    double bm2 = (double)num / (double)bn;
-    double total = (double)(n + bn);
-    double delta = bmean - mean;
-    *out_mean = mean + delta * (double)bn / total;
-    *out_m2 = m2 + bm2 + delta * delta * (double)n * (double)bn / total;
-}
-
+/* The batch arithmetic is metrics.c's (st_welford_batch), the one implementation. */
 void st_node_merge(st_node_t *n, int ntimers)
 {
     uint64_t bn = n->count - n->merged;
     for (int i = 0; i < ntimers; i++) {
         st_accum_t *a = &n->acc[i];
-        combine(n->merged, a->mean, a->m2, bn, a->sum - a->merged_sum, a->batch_sq, &a->mean,
-                &a->m2);
+        st_welford_batch(n->merged, a->mean, a->m2, bn, a->sum - a->merged_sum, a->batch_sq,
+                         &a->mean, &a->m2);
         a->merged_sum = a->sum;
         a->batch_sq = 0;
     }
@@ -171,7 +152,7 @@ void st_accum_stats(const st_node_t *n, int timer, double *mean, double *var)
 {
     const st_accum_t *a = &n->acc[timer];
     double m2;
-    combine(n->merged, a->mean, a->m2, n->count - n->merged, a->sum - a->merged_sum,
-            a->batch_sq, mean, &m2);
+    st_welford_batch(n->merged, a->mean, a->m2, n->count - n->merged, a->sum - a->merged_sum,
+                     a->batch_sq, mean, &m2);
     *var = n->count ? m2 / (double)n->count : 0.0;
 }

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "base/u64map.h"
+#include "core/metrics.h"
 
 #define ST_TIMER_WALL 0
 #define ST_TIMER_CPU 1
@@ -56,11 +57,8 @@ typedef struct {
     unsigned __int128 batch_sq;     /* sum of squares of the calls since */
 } st_accum_t;
 
-#define ST_BATCH 64
-/* The largest count or time sum a profile holds: profile.json writes integers
- * exactly up to it and its reader takes them back; merging saturates there. */
-#define ST_COUNT_MAX ((uint64_t)INT64_MAX)
-#define ST_MAX_TICKS (((uint64_t)1 << 57) - 1)
+/* ST_BATCH, ST_COUNT_MAX and ST_MAX_TICKS: core/metrics.h, whose Welford/Chan
+ * arithmetic (st_welford_batch) folds these batches. */
 
 typedef struct {
     uint32_t label;        /* interned label id; the root's is ST_NODE_NONE */

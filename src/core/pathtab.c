@@ -1,0 +1,80 @@
+#include "core/pathtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+static void path_init(st_path_t *n, uint32_t label, uint32_t parent, uint32_t depth)
+{
+    n->label = label;
+    n->parent = parent;
+    n->depth = depth;
+    n->first_child = n->last_child = n->next_sibling = n->hint = ST_PATH_NONE;
+}
+
+int st_pathtab_init(st_pathtab_t *t, const st_metrics_t *m, uint32_t max_nodes)
+{
+    memset(t, 0, sizeof *t);
+    t->max_nodes = max_nodes ? max_nodes : UINT32_MAX - 1;
+    t->capnodes = 64;
+    t->nodes = malloc(t->capnodes * sizeof *t->nodes);
+    if (!t->nodes || st_mcols_init(&t->cols, m, t->capnodes) < 0) {
+        free(t->nodes);
+        memset(t, 0, sizeof *t);
+        return ST_ENOMEM;
+    }
+    path_init(&t->nodes[0], ST_PATH_NONE, ST_PATH_NONE, UINT32_MAX);
+    t->nnodes = 1;
+    return 0;
+}
+
+void st_pathtab_free(st_pathtab_t *t)
+{
+    free(t->nodes);
+    st_u64map_free(&t->children);
+    st_mcols_free(&t->cols);
+    memset(t, 0, sizeof *t);
+}
+
+static uint32_t make(st_pathtab_t *t, uint32_t parent, uint32_t label, uint64_t key)
+{
+    if (t->nnodes >= t->max_nodes || t->failed)
+        return ST_PATH_NONE;
+    if (t->nnodes == t->capnodes) {
+        uint32_t cap = t->capnodes * 2;
+        st_path_t *nodes = realloc(t->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes)
+            goto fail;
+        t->nodes = nodes;
+        t->capnodes = cap;
+    }
+    if (st_mcols_reserve(&t->cols, t->nnodes + 1) < 0 ||
+        st_u64map_put(&t->children, key, t->nnodes, NULL) < 0)
+        goto fail;
+    uint32_t c = t->nnodes++;
+    st_path_t *p = &t->nodes[parent];
+    path_init(&t->nodes[c], label, parent, p->depth + 1);
+    if (p->last_child == ST_PATH_NONE)
+        p->first_child = c;
+    else
+        t->nodes[p->last_child].next_sibling = c;
+    p->last_child = c;
+    return c;
+fail:
+    t->failed = 1;
+    return ST_PATH_NONE;
+}
+
+uint32_t st_pathtab_find(st_pathtab_t *t, uint32_t parent, uint32_t label)
+{
+    uint64_t key = ((uint64_t)parent << 32) | label;
+    uint32_t node = st_u64map_get(&t->children, key);
+    if (node == UINT32_MAX)
+        node = make(t, parent, label, key);
+    if (node != ST_PATH_NONE)
+        t->nodes[parent].hint = node;
+    else
+        t->dropped++;
+    return node;
+}
