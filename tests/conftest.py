@@ -17,6 +17,7 @@ Golden files live in ``tests/golden/``. Those taken from the seed document are f
 
 from __future__ import annotations
 
+import difflib
 import glob
 import json
 import os
@@ -452,9 +453,16 @@ def golden(request):
             if not regen:
                 pytest.fail(f"golden file {path} is missing: review the output below, "
                             f"then create it with `pytest --regen-golden`\n{actual}")
-            path.write_text(actual)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(actual.encode("utf-8", "surrogateescape"))
             return
-        expected = path.read_text()
+        # bytes, decoded as UTF-8: no newline translation, whatever the locale
+        expected = path.read_bytes().decode("utf-8", "surrogateescape")
+        if actual != expected and max(len(actual), len(expected)) > 4000:
+            diff = "".join(difflib.unified_diff(
+                expected.splitlines(True), actual.splitlines(True), "expected", "actual"))
+            pytest.fail(f"output differs from golden file {path} (`pytest --regen-golden` "
+                        f"rewrites it once the change is reviewed)\n{diff[:20000]}")
         assert actual == expected, (
             f"output differs from golden file {path}\n--- expected ---\n{expected}"
             f"--- actual ---\n{actual}"

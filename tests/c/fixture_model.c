@@ -1,0 +1,272 @@
+/* The fixture model of the writer goldens: see fixture_model.h. */
+#include "fixture_model.h"
+
+#include <string.h>
+
+#include "base/err.h"
+#include "core/components.h"
+#include "system/sampler.h"
+
+/* Labels, in the order they are interned (their ids). A label is its text and the
+ * function it names (core/intern.h, core/loctab.h), as the collector makes them
+ * (src/python/labels.c): Python code is (file, first line, co_name, co_qualname),
+ * shown as its qualified name; a C function is cProfile's ('~', 0, name). */
+enum { L_MAIN, L_FIB, L_SORTED, L_RUN, L_RENDER, L_RUN_B, NLABELS };
+
+static const struct {
+    const char *label, *file, *name, *qual;
+    int32_t line;
+} labels[NLABELS] = {
+    [L_MAIN] = {"main", "/app/main.py", "main", "main", 1},
+    [L_FIB] = {"fib", "/app/main.py", "fib", "fib", 10},
+    [L_SORTED] = {"<built-in method builtins.sorted>", "~", "<built-in method builtins.sorted>",
+                  NULL, 0},
+    [L_RUN] = {"Job.run", "/app/a.py", "run", "Job.run", 5},
+    /* quotes, a non-ASCII letter, </script>, &, a backslash, a semicolon, an
+     * escape sequence, BEL and a newline */
+    [L_RENDER] = {"render(\"caf\xc3\xa9\") </script><b>&amp; a\\b;c \x1b[31m\x07\nend",
+                  "/app/main.py", "render", "render", 20},
+    /* another function of the same qualified name, in another file: its own label */
+    [L_RUN_B] = {"Job.run", "/app/b.py", "run", "Job.run", 7},
+};
+
+/* One event of a thread: a call of `label` begins ('B') or the innermost call
+ * ends ('E'), at wall and CPU times in microseconds. */
+typedef struct {
+    char kind;
+    int label;
+    uint64_t wall_us, cpu_us;
+} event_t;
+
+static const event_t main_thread[] = {
+    {'B', L_MAIN, 0, 0},
+    {'B', L_FIB, 10000, 9000},
+    {'B', L_FIB, 12000, 11000},
+    {'B', L_FIB, 13000, 12000},
+    {'E', 0, 15000, 13500},
+    {'B', L_FIB, 16000, 14000},
+    {'E', 0, 19000, 16000},
+    {'E', 0, 20000, 17000},
+    {'E', 0, 30000, 25000},
+    {'B', L_SORTED, 30000, 25000},
+    {'E', 0, 32000, 27000},
+    {'B', L_RUN, 40000, 30000}, /* /app/a.py:5 Job.run */
+    {'B', L_SORTED, 41000, 30500},
+    {'E', 0, 42000, 31000},
+    {'E', 0, 50000, 34000},
+    {'B', L_RENDER, 60000, 40000},
+    {'E', 0, 61000, 40500},
+    {'E', 0, 100000, 60000},
+};
+
+static const event_t worker[] = {
+    {'B', L_RUN_B, 5000, 1000}, /* /app/b.py:7 Job.run: another function */
+    {'B', L_FIB, 6000, 1500},
+    {'E', 0, 8000, 3500},
+    {'E', 0, 20000, 6000},
+    {'B', L_RUN_B, 25000, 7000},
+    {'E', 0, 27000, 8000},
+};
+
+static const struct {
+    const event_t *events;
+    size_t n;
+    uint64_t tid;
+    const char *name;
+} thread_defs[ST_FIXTURE_THREADS] = {
+    {main_thread, sizeof main_thread / sizeof main_thread[0], 4242, "MainThread"},
+    {worker, sizeof worker / sizeof worker[0], 4243, "worker-1"},
+};
+
+/* Process sampling: every 25 ms, three metrics (the sampler's names and units). */
+static const struct {
+    const char *name, *units;
+    double values[ST_FIXTURE_SAMPLES];
+} metric_defs[ST_FIXTURE_METRICS] = {
+    {"memory.resident", "bytes", {10485760, 12582912, 16777216, 16777216, 14680064}},
+    {"cpu.utilization", "%", {50, 100, 75, 25, 0}},
+    {"threads", "count", {1, 2, 2, 1, 1}},
+};
+
+/* The settings of the run, as its environment gave them. */
+static char *const environment[] = {
+    "STRATA_COMPONENTS=trip_count,wall_clock,cpu_clock",
+    "STRATA_TRACE=ON",
+    "STRATA_TRACE_C=ON",
+    "STRATA_USE_PROCESS_SAMPLING=ON",
+    "STRATA_PROCESS_SAMPLING_FREQ=40",
+    NULL,
+};
+
+static const char *const command[] = {"strata", "python", "--trace", "--", "app.py",
+                                      "--size", "3"};
+
+#define MONO_BASE_NS 5000000000000ull   /* CLOCK_MONOTONIC at tick 0 */
+#define BOOT_BASE_NS 5000250000000ull   /* CLOCK_BOOTTIME at tick 0 */
+#define START_NS 1700000000000000000ull /* CLOCK_REALTIME when the run started */
+
+static const char *const attr_keys[] = {"strata.version", "strata.dropped_calls",
+                                        "strata.too_deep_calls", "strata.fill_policy",
+                                        "strata.command"};
+static const char *const attr_values[] = {"0.1.0", "0", "0", "discard",
+                                          "strata python --trace -- app.py --size 3"};
+
+/* Plays one thread's events into its tree and timeline, as the collector would:
+ * the tree gets both timers, the timeline the wall ticks. */
+static int play(st_calltree_t *t, st_trace_t *tr, const event_t *ev, size_t n, uint64_t scale)
+{
+    static const char keys[64]; /* the frame of depth d is keys + d */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t now[ST_NTIMERS] = {ev[i].wall_us * 1000 * scale, ev[i].cpu_us * 1000 * scale};
+        if (ev[i].kind == 'B') {
+            st_frame_t *fr = st_calltree_push(t, (uint32_t)ev[i].label, keys + t->depth);
+            if (!fr)
+                return ST_ENOMEM;
+            fr->t0[ST_TIMER_WALL] = now[ST_TIMER_WALL];
+            fr->t0[ST_TIMER_CPU] = now[ST_TIMER_CPU];
+            fr->traced = (uint32_t)st_trace_begin(tr, (uint32_t)ev[i].label, now[ST_TIMER_WALL]);
+        } else {
+            if (t->stack[t->depth - 1].traced)
+                st_trace_end(tr, now[ST_TIMER_WALL]);
+            if (!st_calltree_pop(t, keys + t->depth - 1, now, ST_NTIMERS))
+                return ST_EINVAL;
+        }
+    }
+    return t->depth == 0 && !t->failed ? 0 : ST_EINVAL;
+}
+
+static int build_labels(st_fixture_t *f)
+{
+    for (int i = 0; i < NLABELS; i++) {
+        uint32_t loc, id;
+        if (st_loctab_add_qual(&f->locs, labels[i].file, labels[i].line, labels[i].name,
+                               labels[i].qual, &loc) < 0 ||
+            st_intern_tagged(&f->labels, labels[i].label, strlen(labels[i].label), loc, &id) < 0 ||
+            st_loctab_set_id(&f->locs, id, loc) < 0)
+            return ST_ENOMEM;
+        if (id != (uint32_t)i)
+            return ST_EINVAL; /* two entries of the table are one label */
+    }
+    return 0;
+}
+
+static void build_sampling(st_fixture_t *f)
+{
+    static st_sampler_t s; /* only n and the values are read by the summary */
+    memset(&s, 0, sizeof s);
+    s.n = ST_FIXTURE_SAMPLES;
+    for (int k = 0; k < ST_FIXTURE_METRICS; k++) {
+        memcpy(f->samples[k], metric_defs[k].values, sizeof f->samples[k]);
+        s.metrics[k].values = f->samples[k];
+        f->metrics[k].name = metric_defs[k].name;
+        f->metrics[k].units = metric_defs[k].units;
+        st_sampler_summary(&s, k, &f->metrics[k].min, &f->metrics[k].mean, &f->metrics[k].max);
+        f->counters[k] = (st_timeline_counter_t){.name = metric_defs[k].name,
+                                                 .units = metric_defs[k].units,
+                                                 .n = ST_FIXTURE_SAMPLES,
+                                                 .ns = f->sample_ns,
+                                                 .values = f->samples[k]};
+    }
+    for (int i = 0; i < ST_FIXTURE_SAMPLES; i++)
+        f->sample_ns[i] = MONO_BASE_NS + (uint64_t)i * 25000000u;
+}
+
+int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
+{
+    memset(f, 0, sizeof *f);
+    st_intern_init(&f->labels);
+    st_loctab_init(&f->locs);
+    st_msg_t msg;
+    int rc = st_settings_init(&f->settings);
+    if (rc == 0)
+        rc = st_settings_load_env(&f->settings, environment, NULL, &msg);
+    if (rc == 0)
+        rc = build_labels(f);
+    st_trace_shared_init(&f->trace_shared, (uint64_t)st_settings_int(&f->settings, ST_S_TRACE_BUFFER_SIZE),
+                         ST_TRACE_DISCARD,
+                         (uint32_t)st_settings_int(&f->settings, ST_S_TRACE_MAX_DEPTH), NULL);
+    for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
+        if (rc == 0)
+            rc = st_calltree_init(&f->trees[i], 0);
+        if (rc == 0)
+            rc = st_trace_init(&f->traces[i], &f->trace_shared, (uint32_t)i);
+        if (rc == 0)
+            rc = play(&f->trees[i], &f->traces[i], thread_defs[i].events, thread_defs[i].n, scale);
+        f->threads[i] = (st_model_thread_t){.tree = &f->trees[i], .index = (uint32_t)i,
+                                            .tid = thread_defs[i].tid, .name = thread_defs[i].name,
+                                            .has_rank = 1, .rank = rank};
+        f->tl_threads[i] = (st_timeline_thread_t){.trace = &f->traces[i], .index = (uint32_t)i,
+                                                  .tid = thread_defs[i].tid,
+                                                  .name = thread_defs[i].name};
+    }
+    if (rc < 0) {
+        st_fixture_free(f);
+        return rc;
+    }
+    build_sampling(f);
+    f->model = (st_model_t){
+        .labels = &f->labels,
+        .threads = f->threads,
+        .nthreads = ST_FIXTURE_THREADS,
+        .ns_per_tick = {1.0, 1.0},
+        .settings = &f->settings,
+        .components = (1u << ST_COMP_TRIP_COUNT) | (1u << ST_COMP_WALL_CLOCK) |
+                      (1u << ST_COMP_CPU_CLOCK),
+        .command = command,
+        .ncommand = sizeof command / sizeof command[0],
+        .python_version = "3.11.2",
+        .clock_name = "tsc",
+        .pid = 4242,
+        .host = "node7",
+        .start_ns = START_NS,
+        .end_ns = START_NS + 100000000u * scale,
+        .locs = &f->locs,
+        .has_rank = 1,
+        .rank = rank,
+        .metrics = f->metrics,
+        .nmetrics = ST_FIXTURE_METRICS,
+        .sampling_freq = 40,
+        .nsamples = ST_FIXTURE_SAMPLES,
+        .sampler_cpu_s = 0.0015,
+        .gpu_note = "no NVIDIA driver (libnvidia-ml.so.1 not found): GPU metrics skipped",
+    };
+    f->timeline = (st_timeline_t){
+        .labels = &f->labels,
+        .locs = &f->locs,
+        .threads = f->tl_threads,
+        .nthreads = ST_FIXTURE_THREADS,
+        .counters = f->counters,
+        .ncounters = ST_FIXTURE_METRICS,
+        .pid = 4242,
+        .process_name = "app.py",
+        .ns_per_tick = 1.0,
+        .base_ticks = 0,
+        .base_mono_ns = MONO_BASE_NS,
+        .base_boot_ns = BOOT_BASE_NS,
+        .attr_keys = attr_keys,
+        .attr_values = attr_values,
+        .nattrs = sizeof attr_keys / sizeof attr_keys[0],
+    };
+    return 0;
+}
+
+void st_fixture_set_trace_stats(st_fixture_t *f, uint64_t events, uint64_t bytes)
+{
+    f->model.has_trace = 1;
+    f->model.trace_events = events;
+    f->model.trace_bytes = bytes;
+    f->model.trace_write_s = 0.002;
+}
+
+void st_fixture_free(st_fixture_t *f)
+{
+    for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
+        st_trace_free(&f->traces[i]);
+        st_calltree_free(&f->trees[i]);
+    }
+    st_trace_shared_free(&f->trace_shared);
+    st_intern_free(&f->labels);
+    st_loctab_free(&f->locs);
+    st_settings_free(&f->settings);
+    memset(f, 0, sizeof *f);
+}
