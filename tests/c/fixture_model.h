@@ -10,8 +10,9 @@
  *   - two threads with names (MainThread, worker-1), both of rank 3;
  *   - nested calls and recursion: main -> fib -> fib -> fib (the innermost fib
  *     twice, so a node has two calls with different times and a variance);
- *   - a C function as --trace-c records it: <built-in method builtins.sorted>,
- *     file "~", line 0, called from two places;
+ *   - a C function as --trace-c records it: the label <built-in method sorted>
+ *     of the function ('~', 0, '<built-in method builtins.sorted>'), called from
+ *     two places;
  *   - two different functions with the same qualified name in different files:
  *     Job.run of /app/a.py:5 (thread 0) and of /app/b.py:7 (thread 1): two labels
  *     of the same text, two nodes and two functions everywhere (core/intern.h);
