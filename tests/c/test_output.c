@@ -23,6 +23,7 @@
 #include "output/dot.h"
 #include "output/fgraph.h"
 #include "output/folded.h"
+#include "output/grid.h"
 #include "output/html.h"
 #include "output/json.h"
 #include "output/loadbal.h"
@@ -481,6 +482,72 @@ static void test_formats(void)
     CHECK(strcmp(name, "profile.prof") == 0);
 }
 
+/* The rows of grid_rows() under a title, in one of the grid's modes. */
+static void grid_rows(st_grid_t *g)
+{
+    static const char *cells[][3] = {
+        {"main", "1", "0.5"},
+        {"a label \x1b]0;title\x07 with\nescapes", "12345678901", ""},
+        {"caf\xc3\xa9 \xff", "", "3.25"},
+        {"x", "2", "100.000000000"},
+    };
+    for (size_t r = 0; r < sizeof cells / sizeof cells[0]; r++) {
+        st_grid_row(g);
+        for (int c = 0; c < 3; c++)
+            if (cells[r][c][0])
+                st_grid_cell_str(g, c, cells[r][c]);
+    }
+}
+
+static void grid_columns(st_grid_t *g)
+{
+    st_grid_init(g);
+    st_grid_column(g, "LABEL", 0);
+    st_grid_column(g, "COUNT", 1);
+    st_grid_column(g, "A LONGER HEADER", 1);
+}
+
+/* A streamed grid (rows made twice, one kept at a time) writes byte for byte what
+ * the grid that keeps every row renders, escapes, empty cells and widths included;
+ * a streamed grid that failed marks its output failed. */
+static void test_grid_stream(void)
+{
+    st_grid_t g;
+    st_strbuf_t kept, streamed;
+    st_strbuf_init(&kept);
+    st_strbuf_init(&streamed);
+    grid_columns(&g);
+    grid_rows(&g);
+    st_grid_render(&kept, &g, "A TABLE");
+    st_grid_free(&g);
+
+    grid_columns(&g);
+    st_grid_measure(&g);
+    grid_rows(&g);
+    st_grid_stream(&g, &streamed, "A TABLE");
+    grid_rows(&g);
+    st_grid_end(&g);
+    CHECK(g.nrows == 0 && g.caprows <= 64);
+    st_grid_free(&g);
+    CHECK(!kept.failed && !streamed.failed);
+    CHECK_STR(st_strbuf_cstr(&streamed), st_strbuf_cstr(&kept));
+    CHECK(strstr(st_strbuf_cstr(&kept), "\\e]0;title\\x07 with\\nescapes") != NULL);
+
+    st_strbuf_t bad;
+    st_strbuf_init(&bad);
+    grid_columns(&g);
+    st_grid_measure(&g);
+    grid_rows(&g);
+    st_grid_stream(&g, &bad, "A TABLE");
+    g.failed = 1;
+    st_grid_end(&g);
+    CHECK(bad.failed);
+    st_grid_free(&g);
+    st_strbuf_free(&bad);
+    st_strbuf_free(&kept);
+    st_strbuf_free(&streamed);
+}
+
 int main(void)
 {
     test_fgraph();
@@ -493,5 +560,6 @@ int main(void)
     test_merge();
     test_empty();
     test_formats();
+    test_grid_stream();
     return st_check_report();
 }
