@@ -1,5 +1,6 @@
 #include "output/grid.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,4 +211,38 @@ void st_grid_end(st_grid_t *g)
         put_row(g->out, g, 0);
     g->nrows = 0;
     put_rule(g->out, g, '-');
+}
+
+void st_grid_widen(st_grid_t *g, int col, size_t n)
+{
+    if (g->mode == ST_GRID_MEASURE && col >= 0 && col < g->ncols && n + 2 > g->cols[col].width)
+        g->cols[col].width = n + 2;
+}
+
+size_t st_grid_uint_width(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+size_t st_grid_fixed_width(double v, int precision)
+{
+    /* powers of ten up to 1e15, all exact in a double */
+    static const double pow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    if (!(v >= 0) || signbit(v) || precision < 0 || precision > 12 || !(v < 1e14))
+        return 0; /* -0.0 prints "-0.0...", nan and inf their names */
+    size_t digits = 1;
+    while (v >= pow10[digits])
+        digits++;
+    /* Rounding to `precision` decimals moves v by half a unit of the last one at most:
+     * well short of the next power of ten, the integer part keeps its digits (it
+     * cannot round below the power of ten under v, which those decimals write exactly). */
+    if (v + 1.0 / pow10[precision] >= pow10[digits])
+        return 0;
+    return digits + (precision > 0 ? 1 + (size_t)precision : 0);
 }

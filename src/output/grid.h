@@ -71,5 +71,14 @@ void st_grid_measure(st_grid_t *g);
 void st_grid_stream(st_grid_t *g, st_strbuf_t *out, const char *title);
 /* Streaming: writes the last row and the closing rule. */
 void st_grid_end(st_grid_t *g);
+/* Streaming, first pass: widens column col for a cell of n bytes of printable text
+ * without making the text (what the second pass writes there must be n bytes). */
+void st_grid_widen(st_grid_t *g, int col, size_t n);
+/* The length of "%llu" of v. */
+size_t st_grid_uint_width(uint64_t v);
+/* The length of "%.*f" of v with `precision` decimals, found without formatting, or
+ * 0 when that is not sure (negative, huge, or within a rounding of the next power
+ * of ten): then only formatting says. */
+size_t st_grid_fixed_width(double v, int precision);
 
 #endif

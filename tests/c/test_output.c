@@ -548,6 +548,41 @@ static void test_grid_stream(void)
     st_strbuf_free(&streamed);
 }
 
+/* The widths a streamed table measures without formatting are the widths printf
+ * writes: every value where the grid is sure, near powers of ten, rounding edges. */
+static void test_grid_widths(void)
+{
+    char text[128];
+    int wrong = 0, sure = 0;
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        double v;
+        switch (i % 4) {
+        case 0: v = (double)(x >> 11) / (double)(1ull << 53) * 20.0; break; /* [0, 20) */
+        case 1: v = ldexp((double)(x >> 11), (int)(x % 90) - 90); break;   /* tiny to 1e10 */
+        case 2: v = pow(10.0, (double)(x % 15)) - ldexp(1.0, -(int)(x % 60)); break;
+        default: v = pow(10.0, (double)(x % 15)) * (1 - 1e-9 * (double)(x % 7)); break;
+        }
+        for (int p = 0; p <= 12; p++) {
+            size_t w = st_grid_fixed_width(v, p);
+            if (!w)
+                continue;
+            sure++;
+            if (w != (size_t)snprintf(text, sizeof text, "%.*f", p, v) && wrong++ < 5)
+                fprintf(stderr, "%.17g at %d: %zu, printf %s\n", v, p, w, text);
+        }
+        if (st_grid_uint_width(x >> (x % 64)) !=
+            (size_t)snprintf(text, sizeof text, "%llu", (unsigned long long)(x >> (x % 64))))
+            wrong++;
+    }
+    CHECK(wrong == 0);
+    CHECK(sure > 2000000);
+    CHECK(st_grid_fixed_width(9.9999996, 6) == 0 && st_grid_fixed_width(0.0, 6) == 8);
+    CHECK(st_grid_fixed_width(-0.0, 6) == 0 && st_grid_fixed_width(NAN, 1) == 0);
+    CHECK(st_grid_uint_width(0) == 1 && st_grid_uint_width(UINT64_MAX) == 20);
+}
+
 int main(void)
 {
     test_fgraph();
@@ -561,5 +596,6 @@ int main(void)
     test_empty();
     test_formats();
     test_grid_stream();
+    test_grid_widths();
     return st_check_report();
 }
