@@ -321,9 +321,11 @@ def peak_rss(runner, args, env=None):
 
 @pytest.mark.skipif(SANITIZED, reason="ASan's quarantine and redzones change what RSS measures")
 def test_writing_results_costs_little_memory(runner):
-    """Writing the results streams every file: the peak RSS at exit is the call tree
-    plus a little per node, not 3-4 times the tree (200,000 nodes cost 590 bytes a
-    node more at exit before; now about 140, the text table's compact grid)."""
+    """Writing the results streams every file, the text table too: the peak RSS at
+    exit is the call tree plus a constant, not 3-4 times the tree (200,000 nodes cost
+    590 bytes a node more at exit once; then about 140 while the table was built
+    whole, a grid of every row; 1,001,000 nodes: +156 MB at exit then, +0.1 MB now,
+    the table streamed a row at a time)."""
     nf, ng = 200, 1000
     runner.write("bigmod.py", "\n".join(
         [f"def g{j}(): pass" for j in range(ng)]
@@ -349,8 +351,11 @@ def test_writing_results_costs_little_memory(runner):
     before = int(re.search(r"^hwm (\d+)$", res.stdout, re.M).group(1))
     nodes = count_nodes(load_profile(runner.dir / "big"))
     assert nodes >= nf + nf * ng, nodes
+    # the table written is far larger than what the bound allows writing to cost
+    table = (runner.dir / "big" / "wall_clock.txt").stat().st_size
+    assert table > 100 * nodes, table
     per_node = (peak - before) / nodes
-    assert per_node < 300, f"writing the results cost {per_node:.0f} bytes a node"
+    assert per_node < 30, f"writing the results cost {per_node:.0f} bytes a node"
 
 
 def test_fork_profile_is_the_parents(runner):

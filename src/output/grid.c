@@ -1,5 +1,6 @@
 #include "output/grid.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,10 +20,19 @@ void st_grid_column(st_grid_t *g, const char *header, int right)
     c->width = strlen(header) + 2 > MINWIDTH ? strlen(header) + 2 : MINWIDTH;
 }
 
+static void put_row(st_strbuf_t *out, const st_grid_t *g, size_t r);
+
 void st_grid_row(st_grid_t *g)
 {
     if (g->failed)
         return;
+    if (g->mode != ST_GRID_KEEP && g->nrows) {
+        /* one row at a time: the last is written (second pass) or dropped */
+        if (g->mode == ST_GRID_STREAM)
+            put_row(g->out, g, 0);
+        g->nrows = 0;
+        st_strbuf_reset(&g->text);
+    }
     if (g->nrows == g->caprows) {
         size_t cap = g->caprows ? g->caprows * 2 : 64;
         uint32_t *cells = realloc(g->cells, cap * (size_t)g->ncols * sizeof *cells);
@@ -63,8 +73,8 @@ void st_grid_cell_str(st_grid_t *g, int col, const char *text)
     }
     /* a cell set twice keeps its last text (the first stays in the arena) */
     g->cells[(g->nrows - 1) * (size_t)g->ncols + (size_t)col] = (uint32_t)at;
-    if (w > g->cols[col].width)
-        g->cols[col].width = w;
+    if (w > g->cols[col].width && g->mode != ST_GRID_STREAM)
+        g->cols[col].width = w; /* streaming, the rows written keep their widths */
 }
 
 void st_grid_cell(st_grid_t *g, int col, st_strbuf_t *text)
@@ -114,12 +124,9 @@ static void put_rule(st_strbuf_t *out, const st_grid_t *g, char between)
     st_strbuf_puts(out, "|\n");
 }
 
-void st_grid_render(st_strbuf_t *out, const st_grid_t *g, const char *title)
+/* The title, the headers and their rules. */
+static void put_head(st_strbuf_t *out, const st_grid_t *g, const char *title)
 {
-    if (g->failed) {
-        out->failed = 1;
-        return;
-    }
     size_t inner = (size_t)g->ncols - 1;
     for (int c = 0; c < g->ncols; c++)
         inner += g->cols[c].width;
@@ -140,20 +147,102 @@ void st_grid_render(st_strbuf_t *out, const st_grid_t *g, const char *title)
     }
     st_strbuf_puts(out, "|\n");
     put_rule(out, g, '|');
-    for (size_t r = 0; r < g->nrows; r++) {
-        for (int c = 0; c < g->ncols; c++) {
-            uint32_t at = g->cells[r * (size_t)g->ncols + (size_t)c];
-            const char *s = at == ST_GRID_EMPTY ? "" : g->text.data + at;
-            size_t pad = g->cols[c].width - 2 - strlen(s);
-            st_strbuf_puts(out, "| ");
-            if (g->cols[c].right)
-                st_strbuf_fill(out, ' ', pad);
-            st_strbuf_puts(out, s);
-            if (!g->cols[c].right)
-                st_strbuf_fill(out, ' ', pad);
-            st_strbuf_putc(out, ' ');
-        }
-        st_strbuf_puts(out, "|\n");
+}
+
+static void put_row(st_strbuf_t *out, const st_grid_t *g, size_t r)
+{
+    for (int c = 0; c < g->ncols; c++) {
+        uint32_t at = g->cells[r * (size_t)g->ncols + (size_t)c];
+        const char *s = at == ST_GRID_EMPTY ? "" : g->text.data + at;
+        size_t len = strlen(s);
+        size_t pad = g->cols[c].width - 2 > len ? g->cols[c].width - 2 - len : 0;
+        st_strbuf_puts(out, "| ");
+        if (g->cols[c].right)
+            st_strbuf_fill(out, ' ', pad);
+        st_strbuf_add(out, s, len);
+        if (!g->cols[c].right)
+            st_strbuf_fill(out, ' ', pad);
+        st_strbuf_putc(out, ' ');
     }
+    st_strbuf_puts(out, "|\n");
+}
+
+void st_grid_render(st_strbuf_t *out, const st_grid_t *g, const char *title)
+{
+    if (g->failed) {
+        out->failed = 1;
+        return;
+    }
+    put_head(out, g, title);
+    for (size_t r = 0; r < g->nrows; r++)
+        put_row(out, g, r);
     put_rule(out, g, '-');
+}
+
+void st_grid_measure(st_grid_t *g)
+{
+    if (g->nrows)
+        g->failed = 1; /* rows already kept: a caller's mistake */
+    g->mode = ST_GRID_MEASURE;
+}
+
+void st_grid_stream(st_grid_t *g, st_strbuf_t *out, const char *title)
+{
+    g->nrows = 0; /* the first pass's last row, dropped */
+    st_strbuf_reset(&g->text);
+    g->mode = ST_GRID_STREAM;
+    g->out = out;
+    if (g->failed) {
+        out->failed = 1;
+        return;
+    }
+    put_head(out, g, title);
+}
+
+void st_grid_end(st_grid_t *g)
+{
+    if (g->mode != ST_GRID_STREAM)
+        return;
+    if (g->failed) {
+        g->out->failed = 1;
+        return;
+    }
+    if (g->nrows)
+        put_row(g->out, g, 0);
+    g->nrows = 0;
+    put_rule(g->out, g, '-');
+}
+
+void st_grid_widen(st_grid_t *g, int col, size_t n)
+{
+    if (g->mode == ST_GRID_MEASURE && col >= 0 && col < g->ncols && n + 2 > g->cols[col].width)
+        g->cols[col].width = n + 2;
+}
+
+size_t st_grid_uint_width(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+size_t st_grid_fixed_width(double v, int precision)
+{
+    /* powers of ten up to 1e15, all exact in a double */
+    static const double pow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    if (!(v >= 0) || signbit(v) || precision < 0 || precision > 12 || !(v < 1e14))
+        return 0; /* -0.0 prints "-0.0...", nan and inf their names */
+    size_t digits = 1;
+    while (v >= pow10[digits])
+        digits++;
+    /* Rounding to `precision` decimals moves v by half a unit of the last one at most:
+     * well short of the next power of ten, the integer part keeps its digits (it
+     * cannot round below the power of ten under v, which those decimals write exactly). */
+    if (v + 1.0 / pow10[precision] >= pow10[digits])
+        return 0;
+    return digits + (precision > 0 ? 1 + (size_t)precision : 0);
 }

@@ -10,7 +10,16 @@
  * characters or escape sequences never reach the terminal raw nor break a row.
  *
  * Building never fails loudly: an allocation failure sets `failed`, and render()
- * then marks the output buffer failed instead of writing a partial table. */
+ * then marks the output buffer failed instead of writing a partial table.
+ *
+ * Streaming, for tables of any size (the profile tables: a row a node): the caller
+ * makes its rows twice with the same code. After st_grid_measure() rows only widen
+ * the columns and are dropped as the next starts; after st_grid_stream() each row
+ * is written to the output as the next starts, padded to the widths the first pass
+ * found, and st_grid_end() writes the last row and the closing rule. The grid then
+ * holds one row at a time: memory is the longest row, whatever the row count, and
+ * the output is byte for byte what render() writes for the same rows. A failure
+ * there marks the output failed (a streamed file is then abandoned by its writer). */
 #ifndef STRATA_OUTPUT_GRID_H
 #define STRATA_OUTPUT_GRID_H
 
@@ -34,7 +43,11 @@ typedef struct {
     size_t nrows, caprows;
     st_strbuf_t text;    /* every cell's text, NUL-terminated, one after another */
     int failed;
+    int mode;            /* ST_GRID_KEEP, ST_GRID_MEASURE or ST_GRID_STREAM */
+    st_strbuf_t *out;    /* ST_GRID_STREAM: where rows go (not owned) */
 } st_grid_t;
+
+enum { ST_GRID_KEEP, ST_GRID_MEASURE, ST_GRID_STREAM };
 
 #define ST_GRID_EMPTY UINT32_MAX
 
@@ -50,5 +63,22 @@ void st_grid_cell_str(st_grid_t *g, int col, const char *text);
 void st_grid_cell(st_grid_t *g, int col, st_strbuf_t *text);
 /* Appends the table under `title` to out, ending with a newline. */
 void st_grid_render(st_strbuf_t *out, const st_grid_t *g, const char *title);
+/* Streaming, first pass: rows from now on widen the columns and are then dropped.
+ * After the columns, before the first row. */
+void st_grid_measure(st_grid_t *g);
+/* Streaming, second pass: writes the title and the headers to out with the widths
+ * measured; rows from now on are written to out (the same rows, in the same order). */
+void st_grid_stream(st_grid_t *g, st_strbuf_t *out, const char *title);
+/* Streaming: writes the last row and the closing rule. */
+void st_grid_end(st_grid_t *g);
+/* Streaming, first pass: widens column col for a cell of n bytes of printable text
+ * without making the text (what the second pass writes there must be n bytes). */
+void st_grid_widen(st_grid_t *g, int col, size_t n);
+/* The length of "%llu" of v. */
+size_t st_grid_uint_width(uint64_t v);
+/* The length of "%.*f" of v with `precision` decimals, found without formatting, or
+ * 0 when that is not sure (negative, huge, or within a rounding of the next power
+ * of ten): then only formatting says. */
+size_t st_grid_fixed_width(double v, int precision);
 
 #endif

@@ -23,6 +23,29 @@ static void put_label(st_strbuf_t *b, const char *label)
     st_strbuf_puts(b, "...");
 }
 
+/* Number cells. In the measuring pass only their widths count, found without
+ * formatting where that is sure (printf of a double is most of a table's time). */
+static void put_uint(st_grid_t *g, int col, st_strbuf_t *b, uint64_t v)
+{
+    if (g->mode == ST_GRID_MEASURE) {
+        st_grid_widen(g, col, st_grid_uint_width(v));
+        return;
+    }
+    st_strbuf_printf(b, "%llu", (unsigned long long)v);
+    st_grid_cell(g, col, b);
+}
+
+static void put_fixed(st_grid_t *g, int col, st_strbuf_t *b, int precision, double v)
+{
+    size_t w;
+    if (g->mode == ST_GRID_MEASURE && (w = st_grid_fixed_width(v, precision)) > 0) {
+        st_grid_widen(g, col, w);
+        return;
+    }
+    st_strbuf_printf(b, "%.*f", precision, v);
+    st_grid_cell(g, col, b);
+}
+
 /* The row that stands for everything under node `top` (at the depth cap): its
  * calls and, for a timer, their time (the sum of top's children's times). */
 static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th, uint32_t top,
@@ -53,21 +76,17 @@ static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
     st_strbuf_printf(b, "|_... %llu calls in %llu deeper nodes (folded)", (unsigned long long)calls,
                      (unsigned long long)nodes);
     st_grid_cell(g, 0, b);
-    st_strbuf_printf(b, "%llu", (unsigned long long)calls);
-    st_grid_cell(g, 1, b);
-    st_strbuf_printf(b, "%u", depth);
-    st_grid_cell(g, 2, b);
+    put_uint(g, 1, b, calls);
+    put_uint(g, 2, b, depth);
     st_strbuf_puts(b, info->name);
     st_grid_cell(g, 3, b);
     if (info->timer < 0) {
-        st_strbuf_printf(b, "%llu", (unsigned long long)calls);
-        st_grid_cell(g, 4, b);
+        put_uint(g, 4, b, calls);
         return;
     }
     st_strbuf_puts(b, info->units);
     st_grid_cell(g, 4, b);
-    st_strbuf_printf(b, "%.*f", precision, (double)ticks * m->ns_per_tick[info->timer] * 1e-9);
-    st_grid_cell(g, 5, b);
+    put_fixed(g, 5, b, precision, (double)ticks * m->ns_per_tick[info->timer] * 1e-9);
     st_strbuf_puts(b, "100.0");
     st_grid_cell(g, 11, b);
 }
@@ -93,15 +112,12 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
         }
         put_label(&b, st_name_text(m, node->label));
         st_grid_cell(g, 0, &b);
-        st_strbuf_printf(&b, "%llu", (unsigned long long)node->count);
-        st_grid_cell(g, 1, &b);
-        st_strbuf_printf(&b, "%u", node->depth);
-        st_grid_cell(g, 2, &b);
+        put_uint(g, 1, &b, node->count);
+        put_uint(g, 2, &b, node->depth);
         st_strbuf_puts(&b, info->name);
         st_grid_cell(g, 3, &b);
         if (info->timer < 0) {
-            st_strbuf_printf(&b, "%llu", (unsigned long long)node->count);
-            st_grid_cell(g, 4, &b);
+            put_uint(g, 4, &b, node->count);
         } else {
             const st_accum_t *a = &node->acc[info->timer];
             double sec = m->ns_per_tick[info->timer] * 1e-9;
@@ -118,12 +134,9 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
             };
             st_strbuf_puts(&b, info->units);
             st_grid_cell(g, 4, &b);
-            for (int i = 0; i < 6; i++) {
-                st_strbuf_printf(&b, "%.*f", precision, vals[i]);
-                st_grid_cell(g, 5 + i, &b);
-            }
-            st_strbuf_printf(&b, "%.1f", a->sum ? 100.0 * (double)a->self / (double)a->sum : 0.0);
-            st_grid_cell(g, 11, &b);
+            for (int i = 0; i < 6; i++)
+                put_fixed(g, 5 + i, &b, precision, vals[i]);
+            put_fixed(g, 11, &b, 1, a->sum ? 100.0 * (double)a->self / (double)a->sum : 0.0);
         }
         /* next in depth-first order; below the depth cap, one row for the rest */
         if (node->first_child != ST_NODE_NONE && node->depth >= ST_TABLE_MAX_DEPTH) {
@@ -163,8 +176,15 @@ void st_table_write(st_strbuf_t *out, const st_model_t *m, st_component_t comp, 
     for (size_t i = 0; i < m->nthreads; i++)
         nodes += m->threads[i].tree->nnodes - 1;
     uint32_t max_indent = nodes > ST_TABLE_BIG_ROWS ? ST_TABLE_BIG_INDENT : ST_TABLE_MAX_INDENT;
+    /* Streamed: a first pass finds the columns' widths, a second writes each row as
+     * it is made, so the table costs one row of memory, not a grid of every row
+     * (~150 bytes a node, a third of the call tree). */
+    st_grid_measure(&g);
     for (size_t i = 0; i < m->nthreads; i++)
         add_rows(&g, m, &m->threads[i], comp, precision, max_indent);
-    st_grid_render(out, &g, info->title);
+    st_grid_stream(&g, out, info->title);
+    for (size_t i = 0; i < m->nthreads; i++)
+        add_rows(&g, m, &m->threads[i], comp, precision, max_indent);
+    st_grid_end(&g);
     st_grid_free(&g);
 }

@@ -15,7 +15,10 @@
  * most one row per node and few rows for a deep recursion, however deep. A label
  * longer than ST_TABLE_MAX_LABEL bytes once escaped is cut there (at a character's
  * start) and ends with "...": every row is padded to the widest, so one long label
- * would otherwise widen every row. */
+ * would otherwise widen every row.
+ *
+ * Written as a stream (the grid's two passes: widths first, then each row as it is
+ * made): a table of any size costs one row of memory, not the table's text. */
 
 #define ST_TABLE_MAX_INDENT 100
 #define ST_TABLE_BIG_ROWS 1000

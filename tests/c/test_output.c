@@ -23,6 +23,7 @@
 #include "output/dot.h"
 #include "output/fgraph.h"
 #include "output/folded.h"
+#include "output/grid.h"
 #include "output/html.h"
 #include "output/json.h"
 #include "output/loadbal.h"
@@ -498,6 +499,107 @@ static void test_formats(void)
                            "callgrind, html)"));
 }
 
+/* The rows of grid_rows() under a title, in one of the grid's modes. */
+static void grid_rows(st_grid_t *g)
+{
+    static const char *cells[][3] = {
+        {"main", "1", "0.5"},
+        {"a label \x1b]0;title\x07 with\nescapes", "12345678901", ""},
+        {"caf\xc3\xa9 \xff", "", "3.25"},
+        {"x", "2", "100.000000000"},
+    };
+    for (size_t r = 0; r < sizeof cells / sizeof cells[0]; r++) {
+        st_grid_row(g);
+        for (int c = 0; c < 3; c++)
+            if (cells[r][c][0])
+                st_grid_cell_str(g, c, cells[r][c]);
+    }
+}
+
+static void grid_columns(st_grid_t *g)
+{
+    st_grid_init(g);
+    st_grid_column(g, "LABEL", 0);
+    st_grid_column(g, "COUNT", 1);
+    st_grid_column(g, "A LONGER HEADER", 1);
+}
+
+/* A streamed grid (rows made twice, one kept at a time) writes byte for byte what
+ * the grid that keeps every row renders, escapes, empty cells and widths included;
+ * a streamed grid that failed marks its output failed. */
+static void test_grid_stream(void)
+{
+    st_grid_t g;
+    st_strbuf_t kept, streamed;
+    st_strbuf_init(&kept);
+    st_strbuf_init(&streamed);
+    grid_columns(&g);
+    grid_rows(&g);
+    st_grid_render(&kept, &g, "A TABLE");
+    st_grid_free(&g);
+
+    grid_columns(&g);
+    st_grid_measure(&g);
+    grid_rows(&g);
+    st_grid_stream(&g, &streamed, "A TABLE");
+    grid_rows(&g);
+    st_grid_end(&g);
+    CHECK(g.nrows == 0 && g.caprows <= 64);
+    st_grid_free(&g);
+    CHECK(!kept.failed && !streamed.failed);
+    CHECK_STR(st_strbuf_cstr(&streamed), st_strbuf_cstr(&kept));
+    CHECK(strstr(st_strbuf_cstr(&kept), "\\e]0;title\\x07 with\\nescapes") != NULL);
+
+    st_strbuf_t bad;
+    st_strbuf_init(&bad);
+    grid_columns(&g);
+    st_grid_measure(&g);
+    grid_rows(&g);
+    st_grid_stream(&g, &bad, "A TABLE");
+    g.failed = 1;
+    st_grid_end(&g);
+    CHECK(bad.failed);
+    st_grid_free(&g);
+    st_strbuf_free(&bad);
+    st_strbuf_free(&kept);
+    st_strbuf_free(&streamed);
+}
+
+/* The widths a streamed table measures without formatting are the widths printf
+ * writes: every value where the grid is sure, near powers of ten, rounding edges. */
+static void test_grid_widths(void)
+{
+    char text[128];
+    int wrong = 0, sure = 0;
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        double v;
+        switch (i % 4) {
+        case 0: v = (double)(x >> 11) / (double)(1ull << 53) * 20.0; break; /* [0, 20) */
+        case 1: v = ldexp((double)(x >> 11), (int)(x % 90) - 90); break;   /* tiny to 1e10 */
+        case 2: v = pow(10.0, (double)(x % 15)) - ldexp(1.0, -(int)(x % 60)); break;
+        default: v = pow(10.0, (double)(x % 15)) * (1 - 1e-9 * (double)(x % 7)); break;
+        }
+        for (int p = 0; p <= 12; p++) {
+            size_t w = st_grid_fixed_width(v, p);
+            if (!w)
+                continue;
+            sure++;
+            if (w != (size_t)snprintf(text, sizeof text, "%.*f", p, v) && wrong++ < 5)
+                fprintf(stderr, "%.17g at %d: %zu, printf %s\n", v, p, w, text);
+        }
+        if (st_grid_uint_width(x >> (x % 64)) !=
+            (size_t)snprintf(text, sizeof text, "%llu", (unsigned long long)(x >> (x % 64))))
+            wrong++;
+    }
+    CHECK(wrong == 0);
+    CHECK(sure > 2000000);
+    CHECK(st_grid_fixed_width(9.9999996, 6) == 0 && st_grid_fixed_width(0.0, 6) == 8);
+    CHECK(st_grid_fixed_width(-0.0, 6) == 0 && st_grid_fixed_width(NAN, 1) == 0);
+    CHECK(st_grid_uint_width(0) == 1 && st_grid_uint_width(UINT64_MAX) == 20);
+}
+
 int main(void)
 {
     test_fgraph();
@@ -510,5 +612,7 @@ int main(void)
     test_merge();
     test_empty();
     test_formats();
+    test_grid_stream();
+    test_grid_widths();
     return st_check_report();
 }
