@@ -54,6 +54,20 @@ static void put_float(st_strbuf_t *out, double d)
     put_u32(out, (uint32_t)(bits >> 32));
 }
 
+/* A tuple of `size` items opening with (a, b, tt, ct), times given in ns: cProfile's
+ * (cc, nc, tt, ct, callers) for a function (size 5: the callers dict follows) and
+ * (nc, cc, tt, ct) for a caller's edge (size 4). */
+static void put_stats(st_strbuf_t *out, int size, uint64_t a, uint64_t b, double tt_ns,
+                      double ct_ns)
+{
+    st_strbuf_putc(out, TYPE_SMALL_TUPLE);
+    st_strbuf_putc(out, (char)size);
+    put_int(out, a);
+    put_int(out, b);
+    put_float(out, tt_ns * 1e-9);
+    put_float(out, ct_ns * 1e-9);
+}
+
 /* A str: valid UTF-8 only (marshal refuses anything else), bad bytes as U+FFFD. */
 static void put_str(st_strbuf_t *out, const char *s)
 {
@@ -247,32 +261,17 @@ int st_pstats_write(st_strbuf_t *out, const st_model_t *m)
     for (uint32_t f = 0; f < g.nfns; f++) {
         const st_fnode_t *fn = &g.fns[f];
         put_key(out, &g, m, f);
-        st_strbuf_putc(out, TYPE_SMALL_TUPLE);
-        st_strbuf_putc(out, 5);
-        put_int(out, fn->cc);
-        put_int(out, fn->nc);
-        put_float(out, fn->tt * 1e-9);
-        put_float(out, fn->ct * 1e-9);
+        put_stats(out, 5, fn->cc, fn->nc, fn->tt, fn->ct);
         st_strbuf_putc(out, TYPE_DICT);
         for (uint32_t i = start[f]; i < start[f + 1]; i++) {
             const st_fedge_t *e = &g.edges[order[i]];
             put_key(out, &g, m, e->caller);
-            st_strbuf_putc(out, TYPE_SMALL_TUPLE);
-            st_strbuf_putc(out, 4);
-            put_int(out, e->nc);
-            put_int(out, e->cc);
-            put_float(out, e->tt * 1e-9);
-            put_float(out, e->ct * 1e-9);
+            put_stats(out, 4, e->nc, e->cc, e->tt, e->ct);
         }
         for (uint32_t i = rstart[f]; i < rstart[f + 1]; i++) {
             const root_edge_t *r = &re[rorder[i]];
             put_root_key(out, m, r->thread, &tmp);
-            st_strbuf_putc(out, TYPE_SMALL_TUPLE);
-            st_strbuf_putc(out, 4);
-            put_int(out, r->nc);
-            put_int(out, r->nc);
-            put_float(out, r->tt * 1e-9);
-            put_float(out, r->ct * 1e-9);
+            put_stats(out, 4, r->nc, r->nc, r->tt, r->ct);
         }
         st_strbuf_putc(out, TYPE_NULL);
     }
@@ -283,12 +282,7 @@ int st_pstats_write(st_strbuf_t *out, const st_model_t *m)
         for (; ri < nre && re[ri].thread == ti; ri++)
             ct += re[ri].ct;
         put_root_key(out, m, ti, &tmp);
-        st_strbuf_putc(out, TYPE_SMALL_TUPLE);
-        st_strbuf_putc(out, 5);
-        put_int(out, 1);
-        put_int(out, 1);
-        put_float(out, 0.0);
-        put_float(out, ct * 1e-9);
+        put_stats(out, 5, 1, 1, 0.0, ct);
         st_strbuf_putc(out, TYPE_DICT);
         st_strbuf_putc(out, TYPE_NULL);
     }
