@@ -2,6 +2,7 @@
 """Overhead benchmark: strata against the bare event source, cProfile and yappi.
 
     python bench/run.py [--quick] [-n N] [--only W[,W]] [--tools T[,T]] [--update-docs]
+                        [--before STRATA]
 
 Every workload in bench/workloads/ runs as a separate process under each
 configuration:
@@ -14,6 +15,10 @@ configuration:
               code left out by a filter (what left-out code costs)
     cProfile  python -m cProfile -o /dev/null script.py
     yappi     python -m yappi -c wall -o /dev/null script.py
+    before    with --before STRATA: the same as `strata`, run by another build's strata
+              command (e.g. the previous commit's, installed in its own virtual
+              environment, whose python it runs); its added time is compared with
+              strata's, measured in the same run
 
 All of them use one interpreter (.venv/bin/python, the one strata was built
 for); yappi comes from PyPI into .venv-bench (made by this script from the
@@ -205,6 +210,15 @@ def setup_bench_venv(tool, info):
     tool.env["PYTHONPATH"] = out.strip().splitlines()[-1]
 
 
+def setup_before(tool, strata):
+    """The other build's strata runs its own venv's python (the same base interpreter):
+    that venv holds that build's extension module."""
+    python = os.path.join(os.path.dirname(strata), "python")
+    if not os.path.exists(python):
+        return tool.disable(f"{python} not found beside {strata}")
+    setup_strata(tool, strata, python)
+
+
 def setup_strata(tool, strata, python):
     if not strata or not os.path.exists(strata):
         return tool.disable(f"{strata or '.venv/bin/strata'} not found (build it: make build)")
@@ -247,7 +261,7 @@ def command(tool, python, script, outdir):
         return [python, script]
     if name == "floor":
         return [python, os.path.join(RUNNERS, "floor.py"), tool.ext_dir, script]
-    if name == "strata":
+    if name in ("strata", "before"):
         return [tool.strata, "python", "-o", outdir, "--", script]
     if name == "excluded":
         own = re.escape(os.path.basename(script)) + "$"
@@ -351,7 +365,7 @@ def run_workload(name, tools, python, repeats, timeout, tmp_root, results, repro
                 reproductions.append({"workload": name, "tool": cfg, "why": "stdout differs",
                                       "command": repro, "stdout": r.stdout[-1000:],
                                       "expected": reference[-1000:]})
-            if cfg in ("strata", "excluded") and not os.path.isdir(strata_out) and cfg not in notes:
+            if cfg in ("strata", "excluded", "before") and not os.path.isdir(strata_out) and cfg not in notes:
                 notes[cfg] = "it wrote no output folder"
                 reproductions.append({"workload": name, "tool": cfg, "why": notes[cfg],
                                       "command": repro})
@@ -403,7 +417,7 @@ def summarize(results, tools, metric):
                 if t.name in res["notes"]:
                     row["tools"][t.name]["note"] = res["notes"][t.name]
         st = row["tools"].get("strata", {})
-        for other in COMPARED:
+        for other in COMPARED + ["before"]:
             ot = row["tools"].get(other, {})
             if "added" not in st or "added" not in ot:
                 row["ratios"][other] = {"na": "n/a"}
@@ -417,8 +431,9 @@ def summarize(results, tools, metric):
 
 def table(summary, tools, metric_title):
     names = [t.name for t in tools]
+    compared = [o for o in COMPARED + ["before"] if o in names and "strata" in names]
     head = ["workload", "plain"] + [f"{n} added (x)" for n in names] + \
-           [f"strata/{o} added" for o in COMPARED if o in names and "strata" in names]
+           [f"strata/{o} added" for o in compared]
     lines = [f"**{metric_title}**", "", "| " + " | ".join(head) + " |",
              "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     footnotes = {}
@@ -437,9 +452,7 @@ def table(summary, tools, metric_title):
                 cells.append(f"{fmt_added(c['added'])} ({c['factor']:.2f}x)"
                              + (" " + note(f"{n}: {c['note']}") if "note" in c else ""))
         if "strata" in names:
-            for o in COMPARED:
-                if o not in names:
-                    continue
+            for o in compared:
                 r = row["ratios"][o]
                 if r.get("value") is not None:
                     cells.append(f"**{r['value']:.2f}**")
@@ -555,7 +568,7 @@ def report(results, tools, machine, repeats, when, probes, reproductions, cmdlin
         targets_text(cpu, machine.get("monitoring", False)),
     ]
     for t in tools:
-        if t.name in ("strata", "excluded") and t.available and strata_fingerprint(t) != t.fingerprint:
+        if t.name in ("strata", "excluded", "before") and t.available and strata_fingerprint(t) != t.fingerprint:
             parts += ["", "**Warning: strata was rebuilt or reinstalled during this run; "
                       "the table mixes two builds. Run the benchmark again.**"]
             log("bench: warning: strata changed during the run")
@@ -640,6 +653,9 @@ def main(argv=None):
     ap.add_argument("--python", help="interpreter to measure (default: .venv/bin/python, "
                                      "the one strata was built for)")
     ap.add_argument("--strata", help="strata command (default: .venv/bin/strata)")
+    ap.add_argument("--before", metavar="STRATA",
+                    help="also run another build's strata command (in its own venv), e.g. "
+                         "the previous commit's, and compare strata's added time with it")
     ap.add_argument("--timeout", type=float, default=300, help="seconds allowed per run")
     ap.add_argument("--update-docs", action="store_true",
                     help="rewrite the results section of docs/performance.md")
@@ -663,11 +679,15 @@ def main(argv=None):
 
     workloads = resolve_workloads(split_list(args.only))
     tools = [Tool(n) for n in resolve_tools(split_list(args.tools))]
+    if args.before:
+        tools.append(Tool("before"))
     for t in tools:
         if t.name == "floor":
             build_floor(t, interp)
         elif t.name in ("strata", "excluded"):
             setup_strata(t, strata, python)
+        elif t.name == "before":
+            setup_before(t, os.path.abspath(args.before))
         elif t.name == "yappi":
             setup_bench_venv(t, interp)
         elif t.name == "cProfile":
