@@ -266,7 +266,7 @@ static int read_functions(reader_t *r)
 }
 
 /* One timer's statistics: {"sum":..,"self":..,"min":..,"max":..,"mean":..,"var":..} */
-static int read_accum(reader_t *r, st_accum_t *a, double *mean, double *var)
+static int read_accum(reader_t *r, st_tstat_t *a, double *mean, double *var)
 {
     if (st_jp_obj_begin(&r->jp) < 0)
         return -1;
@@ -302,26 +302,18 @@ static int read_accum(reader_t *r, st_accum_t *a, double *mean, double *var)
 }
 
 typedef struct {
-    st_calltree_t *t;
+    st_pathtab_t *t;
     uint32_t *fn;       /* node -> file function index (ST_LOC_NONE) */
     uint32_t capfn;
     st_u64map_t ids;    /* id -> node index, for files whose ids are not their positions */
     int dense;          /* so far every node's id equals its index */
 } nodes_ctx_t;
 
-static int grow_nodes(reader_t *r, nodes_ctx_t *c)
+static int grow_fn(reader_t *r, nodes_ctx_t *c)
 {
-    st_calltree_t *t = c->t;
-    if (t->nnodes == t->capnodes) {
-        if (t->capnodes >= ST_PROFILE_MAX_NODES)
-            return FAIL(r, "a thread with more than %u nodes", ST_PROFILE_MAX_NODES);
-        uint32_t cap = t->capnodes * 2;
-        st_node_t *n = realloc(t->nodes, (size_t)cap * sizeof *n);
-        if (!n)
-            return FAIL(r, "out of memory");
-        t->nodes = n;
-        t->capnodes = cap;
-    }
+    st_pathtab_t *t = c->t;
+    if (t->nnodes >= ST_PROFILE_MAX_NODES)
+        return FAIL(r, "a thread with more than %u nodes", ST_PROFILE_MAX_NODES);
     if (t->nnodes >= c->capfn) {
         uint32_t cap = c->capfn ? c->capfn * 2 : 64;
         while (cap <= t->nnodes)
@@ -337,19 +329,17 @@ static int grow_nodes(reader_t *r, nodes_ctx_t *c)
 
 static int read_node(reader_t *r, nodes_ctx_t *c)
 {
-    st_calltree_t *t = c->t;
-    if (grow_nodes(r, c) < 0)
+    st_pathtab_t *t = c->t;
+    if (grow_fn(r, c) < 0)
         return -1;
     uint32_t idx = t->nnodes;
-    st_node_t n;
-    memset(&n, 0, sizeof n);
-    n.first_child = n.last_child = n.next_sibling = n.hint = ST_NODE_NONE;
+    st_tstat_t acc[ST_NTIMERS];
     for (int i = 0; i < ST_NTIMERS; i++)
-        n.acc[i].min = UINT64_MAX;
-    uint64_t id = 0;
+        st_tstat_init(&acc[i]);
+    uint64_t id = 0, count = 0;
     int64_t parent = -2;
     int have_id = 0, have_label = 0;
-    uint32_t fn = ST_LOC_NONE;
+    uint32_t fn = ST_LOC_NONE, label = 0;
     double mean[ST_NTIMERS] = {0, 0}, var[ST_NTIMERS] = {0, 0};
     int have_min[ST_NTIMERS] = {0, 0};
     if (st_jp_obj_begin(&r->jp) < 0)
@@ -367,22 +357,22 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
         } else if (strcmp(k, "label") == 0) {
             rc = st_jp_string(&r->jp, &r->str);
             if (rc == 0 && st_intern_id(&r->p->labels, r->str.data ? r->str.data : "",
-                                        r->str.len, &n.label) < 0)
+                                        r->str.len, &label) < 0)
                 rc = FAIL(r, "out of memory");
             have_label = 1;
         } else if (strcmp(k, "count") == 0) {
-            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &n.count);
+            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &count);
         } else if (strcmp(k, "function") == 0) {
             rc = st_jp_uint(&r->jp, UINT32_MAX - 1, &u);
             fn = (uint32_t)u;
         } else if (strcmp(k, "wall_clock") == 0 || strcmp(k, "cpu_clock") == 0) {
             int timer = k[0] == 'w' ? ST_TIMER_WALL : ST_TIMER_CPU;
-            uint64_t before = n.acc[timer].min;
-            n.acc[timer].min = UINT64_MAX;
-            rc = read_accum(r, &n.acc[timer], &mean[timer], &var[timer]);
-            have_min[timer] = n.acc[timer].min != UINT64_MAX;
+            uint64_t before = acc[timer].min;
+            acc[timer].min = UINT64_MAX;
+            rc = read_accum(r, &acc[timer], &mean[timer], &var[timer]);
+            have_min[timer] = acc[timer].min != UINT64_MAX;
             if (!have_min[timer])
-                n.acc[timer].min = before;
+                acc[timer].min = before;
             r->timers_seen |= 1u << (timer == ST_TIMER_WALL ? ST_COMP_WALL_CLOCK
                                                              : ST_COMP_CPU_CLOCK);
         } else {
@@ -400,10 +390,10 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
     uint32_t pidx = 0;
     if (parent >= 0) {
         if (c->dense)
-            pidx = (uint64_t)parent < idx && parent > 0 ? (uint32_t)parent : ST_NODE_NONE;
+            pidx = (uint64_t)parent < idx && parent > 0 ? (uint32_t)parent : ST_PATH_NONE;
         else
             pidx = st_u64map_get(&c->ids, (uint64_t)parent);
-        if (pidx == ST_NODE_NONE)
+        if (pidx == ST_PATH_NONE)
             return FAIL(r, "node %llu's parent %lld is not a node listed before it",
                         (unsigned long long)id, (long long)parent);
     }
@@ -421,9 +411,11 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
         if (dup)
             return FAIL(r, "two nodes with id %llu", (unsigned long long)id);
     }
+    /* every timer counts the node's calls (the wall timer's count is its calls) */
     for (int i = 0; i < ST_NTIMERS; i++) {
-        st_accum_t *a = &n.acc[i];
-        if (n.count == 0) {
+        st_tstat_t *a = &acc[i];
+        a->count = a->merged = count;
+        if (count == 0) {
             a->min = UINT64_MAX;
             continue;
         }
@@ -432,21 +424,14 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
         if (a->self > a->sum)
             a->self = a->sum;
         a->mean = mean[i];
-        a->m2 = var[i] * (double)n.count;
+        a->m2 = var[i] * (double)count;
         a->merged_sum = a->sum;
     }
-    n.merged = n.count;
-    st_node_t *pn = &t->nodes[pidx];
-    n.parent = pidx;
-    n.depth = pn->depth + 1;
-    t->nodes[idx] = n;
-    if (pn->last_child == ST_NODE_NONE)
-        pn->first_child = idx;
-    else
-        t->nodes[pn->last_child].next_sibling = idx;
-    pn->last_child = idx;
+    if (st_pathtab_append(t, pidx, label) != idx)
+        return FAIL(r, "out of memory");
+    for (int i = 0; i < ST_NTIMERS; i++)
+        st_mcols_timer(&t->cols, (uint32_t)i)[idx] = acc[i];
     c->fn[idx] = fn;
-    t->nnodes++;
     return 0;
 }
 
@@ -463,7 +448,7 @@ static int read_thread(reader_t *r)
     nf[ti] = NULL;
     nodes_ctx_t c;
     memset(&c, 0, sizeof c);
-    c.t = &p->trees[ti];
+    c.t = &p->paths[ti];
     c.dense = 1;
     int have_index = 0, rc = 0;
     if (st_jp_obj_begin(&r->jp) < 0)
@@ -486,7 +471,7 @@ static int read_thread(reader_t *r)
             th->has_rank = 1;
             th->rank = (uint32_t)u;
         } else if (strcmp(k, "dropped_calls") == 0) {
-            rc = st_jp_uint(&r->jp, UINT64_MAX, &p->trees[ti].dropped);
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &p->paths[ti].dropped);
         } else if (strcmp(k, "nodes") == 0) {
             if (st_jp_arr_begin(&r->jp) < 0) {
                 rc = -1;
@@ -594,7 +579,7 @@ static int resolve_functions(reader_t *r)
     st_intern_init(&labels);
     for (size_t t = 0; t < p->nthreads; t++) {
         const uint32_t *fn = r->node_fn[t];
-        st_calltree_t *tree = &p->trees[t];
+        st_pathtab_t *tree = &p->paths[t];
         for (uint32_t i = 1; i < tree->nnodes; i++) {
             uint32_t loc = fn ? fn[i] : ST_LOC_NONE;
             if (loc != ST_LOC_NONE) {
@@ -612,6 +597,10 @@ static int resolve_functions(reader_t *r)
                 return ST_ENOMEM;
             }
             tree->nodes[i].label = id;
+        }
+        if (st_pathtab_reindex(tree) < 0) {
+            st_intern_free(&labels);
+            return ST_ENOMEM;
         }
     }
     st_intern_free(&p->labels);

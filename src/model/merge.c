@@ -33,42 +33,27 @@ static uint64_t scale(uint64_t ticks, double k, int *sat)
     return (uint64_t)ns;
 }
 
-/* Adds src (ticks scaled by k[]) into dst, both fully folded Welford states. */
-static void node_add(st_node_t *dst, const st_node_t *src, const double *k, unsigned timers,
-                     int *sat)
+/* Adds a timer cell src (ticks, scaled by k to ns) into dst (ns). */
+static void tstat_add_scaled(st_tstat_t *dst, const st_tstat_t *src, double k, int *sat)
 {
-    uint64_t na = dst->count, nb = src->count;
-    for (int i = 0; i < ST_NTIMERS; i++) {
-        if (!(timers & (1u << i)))
-            continue;
-        st_accum_t *a = &dst->acc[i];
-        const st_accum_t *b = &src->acc[i];
-        double mb, vb;
-        st_accum_stats(src, i, &mb, &vb);
-        mb *= k[i];
-        double m2b = vb * k[i] * k[i] * (double)nb;
-        uint64_t sum = scale(b->sum, k[i], sat);
-        uint64_t self = scale(b->self, k[i], sat);
-        if (nb) {
-            uint64_t mn = scale(b->min, k[i], sat);
-            uint64_t mx = scale(b->max, k[i], sat);
-            if (mn < a->min)
-                a->min = mn;
-            if (mx > a->max)
-                a->max = mx;
-            double N = (double)na + (double)nb;
-            double d = mb - a->mean;
-            a->mean += d * (double)nb / N;
-            a->m2 += m2b + d * d * (double)na * (double)nb / N;
-        }
-        /* saturate rather than wrap (sums read from files can be huge) */
-        a->sum = sat_add(a->sum, sum, sat);
-        a->self = sat_add(a->self, self, sat);
-        a->merged_sum = a->sum;
-        a->batch_sq = 0;
+    if (k == 1.0) {
+        st_tstat_merge(dst, src, sat);
+        return;
     }
-    dst->count = sat_add(na, nb, sat);
-    dst->merged = dst->count;
+    double mean, var;
+    st_tstat_stats(src, &mean, &var);
+    st_tstat_t ns;
+    st_tstat_init(&ns);
+    ns.count = ns.merged = src->count;
+    ns.sum = ns.merged_sum = scale(src->sum, k, sat);
+    ns.self = scale(src->self, k, sat);
+    if (src->count) {
+        ns.min = scale(src->min, k, sat);
+        ns.max = scale(src->max, k, sat);
+    }
+    ns.mean = mean * k;
+    ns.m2 = var * k * k * (double)src->count;
+    st_tstat_merge(dst, &ns, sat);
 }
 
 typedef struct {
@@ -96,12 +81,12 @@ static int sort_threads(st_profile_t *p)
     if (n < 2)
         return 0;
     size_t *idx = malloc((n + 1) * sizeof *idx);
-    st_calltree_t *trees = malloc((n + 1) * sizeof *trees);
+    st_pathtab_t *paths = malloc((n + 1) * sizeof *paths);
     st_model_thread_t *ths = malloc((n + 1) * sizeof *ths);
     char **names = malloc((n + 1) * sizeof *names);
-    if (!idx || !trees || !ths || !names) {
+    if (!idx || !paths || !ths || !names) {
         free(idx);
-        free(trees);
+        free(paths);
         free(ths);
         free(names);
         return ST_ENOMEM;
@@ -111,15 +96,15 @@ static int sort_threads(st_profile_t *p)
     sort_base = p->threads;
     qsort(idx, n, sizeof *idx, cmp_thread_idx);
     for (size_t i = 0; i < n; i++) {
-        trees[i] = p->trees[idx[i]];
+        paths[i] = p->paths[idx[i]];
         ths[i] = p->threads[idx[i]];
         names[i] = p->thread_names[idx[i]];
     }
-    memcpy(p->trees, trees, n * sizeof *trees);
+    memcpy(p->paths, paths, n * sizeof *paths);
     memcpy(p->threads, ths, n * sizeof *ths);
     memcpy(p->thread_names, names, n * sizeof *names);
     free(idx);
-    free(trees);
+    free(paths);
     free(ths);
     free(names);
     st_profile_sync(p);
@@ -142,8 +127,8 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
         st_profile_add_thread(out, th->index, th->tid, th->name, has_rank, rank) < 0)
         return ST_ENOMEM;
     contrib[ti] += weight;
-    st_calltree_t *dst = &out->trees[ti];
-    const st_calltree_t *src = th->tree;
+    st_pathtab_t *dst = &out->paths[ti];
+    const st_pathtab_t *src = th->paths;
     dst->dropped = sat_add(dst->dropped, src->dropped, sat);
     uint32_t *map = malloc((size_t)src->nnodes * sizeof *map);
     if (!map)
@@ -154,7 +139,7 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
         k[i] = m->ns_per_tick[i];
     int rc = 0;
     for (uint32_t i = 1; i < src->nnodes; i++) {
-        const st_node_t *n = &src->nodes[i];
+        const st_path_t *n = &src->nodes[i];
         uint32_t l = n->label;
         if (rm->labels[l] == UINT32_MAX) {
             /* the function first: a label is its text and its function */
@@ -178,18 +163,21 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
                 break;
             }
         }
-        uint32_t parent = n->parent < i ? map[n->parent] : ST_NODE_NONE;
-        uint32_t c = parent == ST_NODE_NONE ? ST_NODE_NONE
-                                            : st_calltree_child(dst, parent, rm->labels[l]);
+        uint32_t parent = n->parent < i ? map[n->parent] : ST_PATH_NONE;
+        uint32_t c = parent == ST_PATH_NONE ? ST_PATH_NONE
+                                            : st_pathtab_child(dst, parent, rm->labels[l]);
         map[i] = c;
-        if (c == ST_NODE_NONE) {
+        if (c == ST_PATH_NONE) {
             if (dst->failed) {
                 rc = ST_ENOMEM;
                 break;
             }
             continue;
         }
-        node_add(&dst->nodes[c], n, k, timers, sat);
+        for (int t = 0; t < ST_NTIMERS; t++)
+            if (timers & (1u << t))
+                tstat_add_scaled(&st_mcols_timer(&dst->cols, (uint32_t)t)[c],
+                                 st_model_tstat(th, t, i), k[t], sat);
     }
     free(map);
     return rc;
@@ -209,9 +197,8 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
     st_profile_t *out = mg->out;
     st_model_t *om = &out->model;
     mg->comps &= m->components;
-    unsigned timers = 0;
-    if (m->components & (1u << ST_COMP_WALL_CLOCK))
-        timers |= 1u << ST_TIMER_WALL;
+    /* the wall timer always: its count is the calls */
+    unsigned timers = 1u << ST_TIMER_WALL;
     if (m->components & (1u << ST_COMP_CPU_CLOCK))
         timers |= 1u << ST_TIMER_CPU;
     if (mg->n == 0) {

@@ -8,8 +8,16 @@ int st_profile_init(st_profile_t *p)
     memset(p, 0, sizeof *p);
     st_intern_init(&p->labels);
     st_loctab_init(&p->locs);
-    if (st_settings_init(&p->settings) < 0)
+    st_metrics_init(&p->metrics);
+    uint32_t id;
+    if (st_metrics_add(&p->metrics, "wall_clock", "ns", "elapsed (wall-clock) time",
+                       ST_METRIC_TIMER, &id) < 0 ||
+        st_metrics_add(&p->metrics, "cpu_clock", "ns", "CPU time of the calling thread",
+                       ST_METRIC_TIMER, &id) < 0 ||
+        st_settings_init(&p->settings) < 0) {
+        st_metrics_free(&p->metrics);
         return ST_ENOMEM;
+    }
     p->have_settings = 1;
     st_profile_sync(p);
     return 0;
@@ -18,10 +26,11 @@ int st_profile_init(st_profile_t *p)
 void st_profile_free(st_profile_t *p)
 {
     for (size_t i = 0; i < p->nthreads; i++) {
-        st_calltree_free(&p->trees[i]);
+        st_pathtab_free(&p->paths[i]);
         free(p->thread_names[i]);
     }
-    free(p->trees);
+    free(p->paths);
+    st_metrics_free(&p->metrics);
     free(p->threads);
     free(p->thread_names);
     for (size_t i = 0; i < p->ncommand; i++)
@@ -41,12 +50,13 @@ void st_profile_sync(st_profile_t *p)
 {
     st_model_t *m = &p->model;
     for (size_t i = 0; i < p->nthreads; i++) {
-        p->threads[i].tree = &p->trees[i];
+        p->threads[i].paths = &p->paths[i];
         p->threads[i].name = p->thread_names[i];
     }
     m->labels = &p->labels;
     m->threads = p->threads;
     m->nthreads = p->nthreads;
+    m->metrics = &p->metrics;
     m->ns_per_tick[0] = m->ns_per_tick[1] = 1.0;
     m->settings = &p->settings;
     m->command = (const char *const *)p->command;
@@ -62,10 +72,10 @@ long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const 
 {
     if (p->nthreads == p->capthreads) {
         size_t cap = p->capthreads ? p->capthreads * 2 : 4;
-        st_calltree_t *t = realloc(p->trees, cap * sizeof *t);
+        st_pathtab_t *t = realloc(p->paths, cap * sizeof *t);
         if (!t)
             return -1;
-        p->trees = t;
+        p->paths = t;
         st_model_thread_t *th = realloc(p->threads, cap * sizeof *th);
         if (!th)
             return -1;
@@ -80,7 +90,7 @@ long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const 
     char *copy = strdup(name ? name : "");
     if (!copy)
         return -1;
-    if (st_calltree_init(&p->trees[i], 0) < 0) {
+    if (st_pathtab_init(&p->paths[i], &p->metrics, 0) < 0) {
         free(copy);
         return -1;
     }

@@ -1,15 +1,18 @@
 /* A profile that owns what its model points to: what the profile.json reader
  * fills and what a merge produces. Its `model` is the st_model_t the writers read,
- * kept pointing into the profile by st_profile_sync. */
+ * kept pointing into the profile by st_profile_sync. Its values are in ns: the
+ * registry holds the two timers, wall_clock (metric ST_TIMER_WALL) and cpu_clock
+ * (ST_TIMER_CPU), in ns, and each thread a path table with their columns. */
 #ifndef STRATA_MODEL_PROFILE_H
 #define STRATA_MODEL_PROFILE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/calltree.h"
 #include "core/intern.h"
 #include "core/loctab.h"
+#include "core/metrics.h"
+#include "core/pathtab.h"
 #include "core/settings.h"
 #include "model/model.h"
 
@@ -17,7 +20,8 @@ typedef struct {
     st_intern_t labels;
     st_loctab_t locs;
     st_settings_t settings;
-    st_calltree_t *trees;
+    st_metrics_t metrics;   /* names the columns of every thread's table */
+    st_pathtab_t *paths;
     st_model_thread_t *threads;
     char **thread_names;
     size_t nthreads, capthreads;
@@ -32,8 +36,8 @@ typedef struct {
 int st_profile_init(st_profile_t *p);
 void st_profile_free(st_profile_t *p);
 
-/* Adds an empty thread (tree with only a root) and returns its index, or -1. The
- * name is copied. */
+/* Adds an empty thread (a path table with only a root) and returns its index, or
+ * -1. The name is copied. */
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
                            int has_rank, uint32_t rank);
 

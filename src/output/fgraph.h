@@ -48,13 +48,10 @@ typedef struct {
     uint8_t *long_name;       /* per function: 1 when even module.qualname:line is not
                                * unique (st_fgraph_name then gives the file's path) */
     st_u64map_t emap;         /* (caller << 32 | callee) -> edge */
-    int timer;                /* calltree timer used, -1: counts only */
+    int timer;                /* the timer used (st_model_timer), -1: counts only */
     double total_tt;          /* sum of every function's tt */
     double max_ct;            /* largest ct */
 } st_fgraph_t;
-
-/* The primary timer of a model: ST_TIMER_WALL, ST_TIMER_CPU or -1. */
-int st_model_timer(const st_model_t *m);
 
 /* Folds the threads of m (only those of MPI rank `rank` when rank >= 0) into g
  * (uninitialised). Returns 0 or ST_ENOMEM. */
@@ -76,10 +73,11 @@ uint32_t st_fgraph_fn_of(const st_fgraph_t *g, const st_model_t *m, uint32_t lab
 void st_fgraph_name(const st_fgraph_t *g, const st_model_t *m, uint32_t fn, int qualified,
                     st_strbuf_t *out);
 
-/* Per-node values of one tree for the flame-graph writers: inclusive and self
+/* Per-node values of one thread for the flame-graph writers: inclusive and self
  * weight, in ns of the primary timer, or in calls when the profile has no timer
- * (inclusive = the node's calls plus its descendants'). Arrays of t->nnodes
- * doubles, owned by the caller (free). Returns 0 or ST_ENOMEM. */
-int st_tree_values(const st_model_t *m, const st_calltree_t *t, double **incl, double **self);
+ * (inclusive = the node's calls plus its descendants'). Arrays of one double per
+ * node of th->paths, owned by the caller (free). Returns 0 or ST_ENOMEM. */
+int st_tree_values(const st_model_t *m, const st_model_thread_t *th, double **incl,
+                   double **self);
 
 #endif

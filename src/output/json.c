@@ -119,9 +119,11 @@ static void write_components(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_puts(out, "\n  ],\n");
 }
 
-static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_t *t, uint32_t id)
+static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thread_t *th,
+                       uint32_t id)
 {
-    const st_node_t *n = &t->nodes[id];
+    const st_path_t *n = &th->paths->nodes[id];
+    uint64_t calls = st_model_calls(th, id);
     st_strbuf_printf(out, "        {\"id\": %u, \"parent\": %d, \"depth\": %u, \"label\": ", id,
                      n->parent == 0 ? -1 : (int)n->parent, n->depth);
     st_strbuf_json_string(out, st_intern_str(m->labels, n->label));
@@ -129,22 +131,22 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_
     if (loc != ST_LOC_NONE)
         st_strbuf_printf(out, ", \"function\": %u", loc);
     st_strbuf_printf(out, ", \"count\": %llu",
-                     (unsigned long long)(n->count > ST_COUNT_MAX ? ST_COUNT_MAX : n->count));
+                     (unsigned long long)(calls > ST_COUNT_MAX ? ST_COUNT_MAX : calls));
     for (int c = 0; c < ST_NCOMPONENTS; c++) {
         const st_component_info_t *info = st_component_info((st_component_t)c);
         if (!(m->components & (1u << c)) || info->timer < 0)
             continue;
-        const st_accum_t *a = &n->acc[info->timer];
+        const st_tstat_t *a = st_model_tstat(th, info->timer, id);
         double k = m->ns_per_tick[info->timer];
         st_strbuf_puts(out, ", ");
         st_strbuf_json_string(out, info->name);
         st_strbuf_puts(out, ": {");
         put_ns(out, "sum", a->sum, k);
         put_ns(out, "self", a->self, k);
-        put_ns(out, "min", n->count ? a->min : 0, k);
+        put_ns(out, "min", calls ? a->min : 0, k);
         put_ns(out, "max", a->max, k);
         double mean, var;
-        st_accum_stats(n, info->timer, &mean, &var);
+        st_tstat_stats(a, &mean, &var);
         put_time(out, "mean", mean * k, 0, 1);
         put_time(out, "var", var * k * k, 0, 0);
         st_strbuf_putc(out, '}');
@@ -171,7 +173,7 @@ static void write_trace(st_strbuf_t *out, const st_model_t *m)
 /* The process sampler's metrics, summarised, when it ran. */
 static void write_sampling(st_strbuf_t *out, const st_model_t *m)
 {
-    if (!m->nmetrics)
+    if (!m->nsampled)
         return;
     st_strbuf_printf(out,
                      "  \"process_sampling\": {\"frequency\": %.17g, \"samples\": %llu, "
@@ -183,8 +185,8 @@ static void write_sampling(st_strbuf_t *out, const st_model_t *m)
     else
         st_strbuf_puts(out, "null");
     st_strbuf_puts(out, ", \"metrics\": [");
-    for (size_t k = 0; k < m->nmetrics; k++) {
-        const st_model_metric_t *x = &m->metrics[k];
+    for (size_t k = 0; k < m->nsampled; k++) {
+        const st_model_metric_t *x = &m->sampled[k];
         st_strbuf_puts(out, k ? ",\n    {\"name\": " : "\n    {\"name\": ");
         st_strbuf_json_string(out, x->name);
         st_strbuf_puts(out, ", \"units\": ");
@@ -213,13 +215,13 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
         if (th->has_rank)
             st_strbuf_printf(out, ", \"rank\": %u", th->rank);
         st_strbuf_printf(out, ", \"dropped_calls\": %llu, \"nodes\": [",
-                         (unsigned long long)th->tree->dropped);
+                         (unsigned long long)th->paths->dropped);
         /* Nodes in id order: a parent always comes before its children. */
-        for (uint32_t id = 1; id < th->tree->nnodes; id++) {
+        for (uint32_t id = 1; id < th->paths->nnodes; id++) {
             st_strbuf_puts(out, id > 1 ? ",\n" : "\n");
-            write_node(out, m, th->tree, id);
+            write_node(out, m, th, id);
         }
-        st_strbuf_puts(out, th->tree->nnodes > 1 ? "\n      ]}" : "]}");
+        st_strbuf_puts(out, th->paths->nnodes > 1 ? "\n      ]}" : "]}");
     }
     st_strbuf_puts(out, "\n  ]\n}\n");
 }

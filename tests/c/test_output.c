@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/calltree.h"
 #include "core/components.h"
 #include "core/intern.h"
 #include "core/loctab.h"
@@ -32,21 +31,21 @@
 #include "output/registry.h"
 
 #include "check.h"
+#include "play.h"
 
 #define CONTAINS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) != NULL)
 #define LACKS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) == NULL)
 
-static void call(st_calltree_t *t, uint32_t label, const void *key, uint64_t t0)
+static void call(st_play_t *p, uint32_t label, uint64_t t0)
 {
-    st_frame_t *f = st_calltree_push(t, label, key);
-    f->t0[0] = t0;
-    f->t0[1] = t0;
+    uint64_t now[2] = {t0, t0};
+    CHECK(st_play_enter(p, label, now) == 0);
 }
 
-static void ret(st_calltree_t *t, const void *key, uint64_t t1)
+static void ret(st_play_t *p, uint64_t t1)
 {
     uint64_t now[2] = {t1, t1};
-    st_calltree_pop(t, key, now, 2);
+    CHECK(st_play_exit(p, now) == 0);
 }
 
 /* A hand-made profile:
@@ -57,7 +56,8 @@ typedef struct {
     st_intern_t labels;
     st_loctab_t locs;
     st_settings_t settings;
-    st_calltree_t tree;
+    st_metrics_t reg;
+    st_pathtab_t tree;
     st_model_thread_t th;
     st_model_t m;
 } fixture_t;
@@ -75,30 +75,36 @@ static void fixture(fixture_t *f)
     st_loctab_set(&f->locs, 0, "/src/app.py", 1, "main");
     st_loctab_set(&f->locs, 1, "/src/app.py", 10, "fib");
     st_loctab_set(&f->locs, 2, "~", 0, "<built-in method sorted>");
-    st_calltree_init(&f->tree, 0);
-    int a, b, c, d, e, g;
-    call(&f->tree, 0, &a, 0);
-    call(&f->tree, 1, &b, 100);
-    call(&f->tree, 1, &c, 200);
-    call(&f->tree, 1, &d, 300);
-    ret(&f->tree, &d, 400);
-    ret(&f->tree, &c, 600);
-    ret(&f->tree, &b, 700);
-    call(&f->tree, 2, &e, 800);
-    ret(&f->tree, &e, 900);
-    call(&f->tree, 3, &g, 900);
-    ret(&f->tree, &g, 950);
-    ret(&f->tree, &a, 1000);
-    f->th = (st_model_thread_t){.tree = &f->tree, .index = 0, .tid = 7, .name = "MainThread"};
+    st_metrics_init(&f->reg);
+    CHECK(st_play_metrics(&f->reg) == 0);
+    CHECK(st_pathtab_init(&f->tree, &f->reg, 0) == 0);
+    st_play_t p;
+    st_play_init(&p, &f->tree, 2);
+    call(&p, 0, 0);
+    call(&p, 1, 100);
+    call(&p, 1, 200);
+    call(&p, 1, 300);
+    ret(&p, 400);
+    ret(&p, 600);
+    ret(&p, 700);
+    call(&p, 2, 800);
+    ret(&p, 900);
+    call(&p, 3, 900);
+    ret(&p, 950);
+    ret(&p, 1000);
+    st_play_free(&p);
+    f->th = (st_model_thread_t){.paths = &f->tree, .index = 0, .tid = 7, .name = "MainThread"};
     f->m = (st_model_t){.labels = &f->labels, .threads = &f->th, .nthreads = 1,
-                        .settings = &f->settings, .ns_per_tick = {1.0, 1.0},
+                        .metrics = &f->reg, .settings = &f->settings,
+                        .ns_per_tick = {1.0, 1.0},
                         .components = (1u << ST_COMP_TRIP_COUNT) | (1u << ST_COMP_WALL_CLOCK),
                         .locs = &f->locs, .pid = 42, .host = "node1", .clock_name = "tsc"};
 }
 
 static void fixture_free(fixture_t *f)
 {
-    st_calltree_free(&f->tree);
+    st_pathtab_free(&f->tree);
+    st_metrics_free(&f->reg);
     st_intern_free(&f->labels);
     st_loctab_free(&f->locs);
     st_settings_free(&f->settings);
@@ -382,12 +388,12 @@ static void test_merge(void)
     st_msg_t msg;
     CHECK(st_merge(&p, two, 2, 0, &msg) == 0);
     CHECK(p.nthreads == 1 && p.model.nruns == 2 && p.model.nranks == 0);
-    const st_calltree_t *t = &p.trees[0];
+    const st_pathtab_t *t = &p.paths[0];
     CHECK(t->nnodes == f.tree.nnodes);
-    CHECK(t->nodes[1].count == 2 && t->nodes[1].acc[0].sum == 2000 &&
-          t->nodes[1].acc[0].min == 1000);
+    const st_tstat_t *main_ = st_model_tstat(&p.threads[0], ST_TIMER_WALL, 1);
+    CHECK(main_->count == 2 && main_->sum == 2000 && main_->min == 1000);
     double mean, var;
-    st_accum_stats(&t->nodes[1], 0, &mean, &var);
+    st_tstat_stats(main_, &mean, &var);
     CHECK(fabs(mean - 1000) < 1e-9 && fabs(var) < 1e-9);
     st_fgraph_t g;
     CHECK(st_fgraph_build(&g, &p.model, -1) == 0);
@@ -398,9 +404,10 @@ static void test_merge(void)
     /* ranks: kept apart; rank 2 never ran fib */
     fixture_t r2;
     fixture(&r2);
-    r2.tree.nodes[2].count = 0; /* pretend fib never ran there */
-    r2.tree.nodes[3].count = 0;
-    r2.tree.nodes[4].count = 0;
+    for (uint32_t i = 2; i <= 4; i++) { /* pretend fib never ran there */
+        st_tstat_t *fib = &st_mcols_timer(&r2.tree.cols, ST_TIMER_WALL)[i];
+        fib->count = fib->merged = 0;
+    }
     f.th.has_rank = 1;
     f.th.rank = 0;
     r2.th.has_rank = 1;
