@@ -16,6 +16,17 @@
 
 /* ------------------------------------------------------------------ parsing */
 
+/* What one node's record holds, cell by cell of the profile's registry. */
+typedef struct {
+    uint64_t count;
+    uint32_t have;                  /* bit id: the record has metric id */
+    st_tstat_t timer[ST_MCOLS_MAX];
+    double mean[ST_MCOLS_MAX], var[ST_MCOLS_MAX];
+    uint32_t have_min;              /* bit id: the timer had a "min" */
+    uint64_t u64[ST_MCOLS_MAX];
+    st_gauge_t gauge[ST_MCOLS_MAX];
+} cells_t;
+
 typedef struct {
     st_jp_t jp;
     st_profile_t *p;
@@ -31,6 +42,7 @@ typedef struct {
     int have_rank;
     uint32_t rank;
     uint32_t nranks, nruns;
+    cells_t cells;          /* the node being read */
 } reader_t;
 
 #define FAIL(r, ...) st_jp_fail(&(r)->jp, __VA_ARGS__)
@@ -195,6 +207,67 @@ static int read_components(reader_t *r)
     return more;
 }
 
+/* The registry (format_version 2): [{"name", "unit", "kind", "description"}, ...],
+ * each metric registered in the profile (the timers it has already are found). */
+static int read_metrics(reader_t *r)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    st_strbuf_t name, unit, desc;
+    st_strbuf_init(&name);
+    st_strbuf_init(&unit);
+    st_strbuf_init(&desc);
+    int more, rc = 0;
+    while (rc == 0 && (more = st_jp_arr_next(&r->jp)) > 0) {
+        st_strbuf_reset(&name);
+        st_strbuf_reset(&unit);
+        st_strbuf_reset(&desc);
+        int kind = -1, m2;
+        if (st_jp_obj_begin(&r->jp) < 0) {
+            rc = -1;
+            break;
+        }
+        while (rc == 0 && (m2 = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+            const char *k = st_strbuf_cstr(&r->key);
+            if (strcmp(k, "name") == 0)
+                rc = st_jp_string(&r->jp, &name);
+            else if (strcmp(k, "unit") == 0)
+                rc = st_jp_string(&r->jp, &unit);
+            else if (strcmp(k, "description") == 0)
+                rc = st_jp_string(&r->jp, &desc);
+            else if (strcmp(k, "kind") == 0) {
+                rc = st_jp_string(&r->jp, &r->str);
+                kind = rc == 0 ? st_metric_kind_find(st_strbuf_cstr(&r->str)) : -1;
+                if (rc == 0 && kind < 0)
+                    rc = FAIL(r, "a metric of unknown kind \"%s\"", st_strbuf_cstr(&r->str));
+            } else
+                rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0 || m2 < 0) {
+            rc = -1;
+            break;
+        }
+        if (kind < 0 || name.len == 0) {
+            rc = FAIL(r, "a metric without %s", kind < 0 ? "a kind" : "a name");
+            break;
+        }
+        uint32_t id;
+        int added = st_profile_add_metric(r->p, st_strbuf_cstr(&name), st_strbuf_cstr(&unit),
+                                          st_strbuf_cstr(&desc), (st_metric_kind_t)kind, &id);
+        if (added == ST_ENOMEM)
+            rc = FAIL(r, "out of memory");
+        else if (added < 0)
+            rc = FAIL(r, "metric \"%s\": a name too long, registered with another kind, or "
+                         "more than %d metrics", st_strbuf_cstr(&name), ST_MCOLS_MAX);
+    }
+    if (name.failed || unit.failed || desc.failed)
+        rc = FAIL(r, "out of memory");
+    st_strbuf_free(&name);
+    st_strbuf_free(&unit);
+    st_strbuf_free(&desc);
+    return rc < 0 ? -1 : more;
+}
+
 static int read_functions(reader_t *r)
 {
     if (st_jp_arr_begin(&r->jp) < 0)
@@ -327,21 +400,110 @@ static int grow_fn(reader_t *r, nodes_ctx_t *c)
     return 0;
 }
 
+/* A gauge cell: {"n", "last", "min", "max"}. */
+static int read_gauge(reader_t *r, st_gauge_t *g)
+{
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc = strcmp(k, "n") == 0      ? st_jp_uint(&r->jp, ST_COUNT_MAX, &g->n)
+                 : strcmp(k, "last") == 0 ? st_jp_double(&r->jp, &g->last)
+                 : strcmp(k, "min") == 0  ? st_jp_double(&r->jp, &g->min)
+                 : strcmp(k, "max") == 0  ? st_jp_double(&r->jp, &g->max)
+                                          : st_jp_skip(&r->jp);
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
+/* The cell of metric `id` (its value follows). */
+static int read_cell(reader_t *r, cells_t *cl, uint32_t id)
+{
+    const st_metric_def_t *d = st_metrics_get(&r->p->metrics, id);
+    cl->have |= 1u << id;
+    switch (d->kind) {
+    case ST_METRIC_TIMER: {
+        st_tstat_t *a = &cl->timer[id];
+        a->min = UINT64_MAX;
+        int rc = read_accum(r, a, &cl->mean[id], &cl->var[id]);
+        if (a->min != UINT64_MAX)
+            cl->have_min |= 1u << id;
+        if (id == ST_TIMER_WALL || id == ST_TIMER_CPU)
+            r->timers_seen |= 1u << (id == ST_TIMER_WALL ? ST_COMP_WALL_CLOCK : ST_COMP_CPU_CLOCK);
+        return rc;
+    }
+    case ST_METRIC_GAUGE:
+        return read_gauge(r, &cl->gauge[id]);
+    default:
+        return st_jp_uint(&r->jp, ST_COUNT_MAX, &cl->u64[id]);
+    }
+}
+
+/* A node's "metrics" (format_version 2): {"name": cell, ...}. */
+static int read_cells(reader_t *r, cells_t *cl)
+{
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        uint32_t id = st_metrics_find(&r->p->metrics, st_strbuf_cstr(&r->key));
+        if (id == ST_METRIC_NONE)
+            return FAIL(r, "a node's metric \"%s\" is not in \"metrics\"",
+                        st_strbuf_cstr(&r->key));
+        if (read_cell(r, cl, id) < 0)
+            return -1;
+    }
+    return more;
+}
+
+/* Puts a node's cells into its columns. Every timer counts the node's calls (the
+ * wall timer's count is its calls), the wall and CPU timers even when the record
+ * has no times for them. */
+static void store_cells(st_pathtab_t *t, uint32_t idx, const st_metrics_t *reg, cells_t *cl)
+{
+    for (uint32_t id = 0; id < reg->n && id < t->cols.ncols; id++) {
+        const st_metric_def_t *d = &reg->defs[id];
+        int have = (cl->have >> id) & 1u;
+        if (d->kind == ST_METRIC_TIMER && (have || id < ST_NTIMERS)) {
+            st_tstat_t *a = &cl->timer[id];
+            if (!have)
+                st_tstat_init(a);
+            a->count = a->merged = cl->count;
+            if (cl->count == 0) {
+                a->min = UINT64_MAX;
+            } else {
+                if (!((cl->have_min >> id) & 1u))
+                    a->min = 0;
+                if (a->self > a->sum)
+                    a->self = a->sum;
+                a->mean = have ? cl->mean[id] : 0.0;
+                a->m2 = have ? cl->var[id] * (double)cl->count : 0.0;
+                a->merged_sum = a->sum;
+            }
+            st_mcols_timer(&t->cols, id)[idx] = *a;
+        } else if (have && d->kind == ST_METRIC_GAUGE) {
+            st_mcols_gauge(&t->cols, id)[idx] = cl->gauge[id];
+        } else if (have && d->kind != ST_METRIC_TIMER) {
+            st_mcols_u64(&t->cols, id)[idx] = cl->u64[id];
+        }
+    }
+}
+
 static int read_node(reader_t *r, nodes_ctx_t *c)
 {
     st_pathtab_t *t = c->t;
     if (grow_fn(r, c) < 0)
         return -1;
     uint32_t idx = t->nnodes;
-    st_tstat_t acc[ST_NTIMERS];
-    for (int i = 0; i < ST_NTIMERS; i++)
-        st_tstat_init(&acc[i]);
-    uint64_t id = 0, count = 0;
+    cells_t *cl = &r->cells;
+    memset(cl, 0, sizeof *cl);
+    uint64_t id = 0;
     int64_t parent = -2;
     int have_id = 0, have_label = 0;
     uint32_t fn = ST_LOC_NONE, label = 0;
-    double mean[ST_NTIMERS] = {0, 0}, var[ST_NTIMERS] = {0, 0};
-    int have_min[ST_NTIMERS] = {0, 0};
     if (st_jp_obj_begin(&r->jp) < 0)
         return -1;
     int more;
@@ -361,20 +523,15 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
                 rc = FAIL(r, "out of memory");
             have_label = 1;
         } else if (strcmp(k, "count") == 0) {
-            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &count);
+            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &cl->count);
         } else if (strcmp(k, "function") == 0) {
             rc = st_jp_uint(&r->jp, UINT32_MAX - 1, &u);
             fn = (uint32_t)u;
+        } else if (strcmp(k, "metrics") == 0) {
+            rc = read_cells(r, cl);
         } else if (strcmp(k, "wall_clock") == 0 || strcmp(k, "cpu_clock") == 0) {
-            int timer = k[0] == 'w' ? ST_TIMER_WALL : ST_TIMER_CPU;
-            uint64_t before = acc[timer].min;
-            acc[timer].min = UINT64_MAX;
-            rc = read_accum(r, &acc[timer], &mean[timer], &var[timer]);
-            have_min[timer] = acc[timer].min != UINT64_MAX;
-            if (!have_min[timer])
-                acc[timer].min = before;
-            r->timers_seen |= 1u << (timer == ST_TIMER_WALL ? ST_COMP_WALL_CLOCK
-                                                             : ST_COMP_CPU_CLOCK);
+            /* format_version 1: the timers on the node itself */
+            rc = read_cell(r, cl, k[0] == 'w' ? ST_TIMER_WALL : ST_TIMER_CPU);
         } else {
             rc = st_jp_skip(&r->jp);
         }
@@ -411,26 +568,9 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
         if (dup)
             return FAIL(r, "two nodes with id %llu", (unsigned long long)id);
     }
-    /* every timer counts the node's calls (the wall timer's count is its calls) */
-    for (int i = 0; i < ST_NTIMERS; i++) {
-        st_tstat_t *a = &acc[i];
-        a->count = a->merged = count;
-        if (count == 0) {
-            a->min = UINT64_MAX;
-            continue;
-        }
-        if (!have_min[i])
-            a->min = 0;
-        if (a->self > a->sum)
-            a->self = a->sum;
-        a->mean = mean[i];
-        a->m2 = var[i] * (double)count;
-        a->merged_sum = a->sum;
-    }
     if (st_pathtab_append(t, pidx, label) != idx)
         return FAIL(r, "out of memory");
-    for (int i = 0; i < ST_NTIMERS; i++)
-        st_mcols_timer(&t->cols, (uint32_t)i)[idx] = acc[i];
+    store_cells(t, idx, &r->p->metrics, cl);
     c->fn[idx] = fn;
     return 0;
 }
@@ -552,6 +692,8 @@ static int read_document(reader_t *r)
             rc = read_settings(r);
         } else if (strcmp(k, "components") == 0) {
             rc = read_components(r);
+        } else if (strcmp(k, "metrics") == 0) {
+            rc = read_metrics(r);
         } else if (strcmp(k, "functions") == 0) {
             rc = read_functions(r);
         } else if (strcmp(k, "threads") == 0) {
@@ -623,7 +765,8 @@ int st_profile_parse(st_profile_t *p, const char *buf, size_t len, const char *n
     int got = len == 0 ? -3 : read_document(&r);
     if (got == -3) {
         rc = st_msg_set(msg, ST_EINVAL, "%s: empty file", name);
-    } else if (got == -2 || (got == 0 && r.have_version && r.version != 1)) {
+    } else if (got == -2 || (got == 0 && r.have_version &&
+                              (r.version < 1 || r.version > ST_PROFILE_FORMAT_VERSION))) {
         rc = check_version(&r, name, msg);
     } else if (got < 0) {
         rc = st_msg_set(msg, ST_EINVAL, "%s: not a valid profile.json: %s", name, r.jp.err);

@@ -59,7 +59,37 @@ static void tstat_add_scaled(st_tstat_t *dst, const st_tstat_t *src, double k, i
 typedef struct {
     uint32_t *labels;   /* input label -> output label, UINT32_MAX unknown */
     uint32_t *locs;     /* input loc -> output loc */
+    uint32_t metric[ST_MCOLS_MAX]; /* input metric -> output metric, ST_METRIC_NONE: not merged */
+    double k[ST_MCOLS_MAX];        /* input timer units -> ns */
 } remap_t;
+
+/* dst += src, one cell of a metric of kind `kind` (timers scaled by k). */
+static void cell_add(const st_mcols_t *dst, uint32_t did, uint32_t dn, const st_mcols_t *src,
+                     uint32_t sid, uint32_t sn, st_metric_kind_t kind, double k, int *sat)
+{
+    switch (kind) {
+    case ST_METRIC_TIMER:
+        tstat_add_scaled(&st_mcols_timer(dst, did)[dn], &st_mcols_timer(src, sid)[sn], k, sat);
+        break;
+    case ST_METRIC_GAUGE: {
+        st_gauge_t *a = &st_mcols_gauge(dst, did)[dn];
+        const st_gauge_t *b = &st_mcols_gauge(src, sid)[sn];
+        if (b->n == 0)
+            break;
+        if (a->n == 0 || b->min < a->min)
+            a->min = b->min;
+        if (a->n == 0 || b->max > a->max)
+            a->max = b->max;
+        a->last = b->last;
+        a->n = sat_add(a->n, b->n, sat);
+        break;
+    }
+    default: {
+        uint64_t *a = &st_mcols_u64(dst, did)[dn];
+        *a = sat_add(*a, st_mcols_u64(src, sid)[sn], sat);
+    }
+    }
+}
 
 static int cmp_threads(const void *a, const void *b, const st_model_thread_t *th)
 {
@@ -112,7 +142,7 @@ static int sort_threads(st_profile_t *p)
 }
 
 static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_thread_t *th,
-                        remap_t *rm, unsigned timers, int flags, uint32_t *contrib,
+                        remap_t *rm, int flags, uint32_t *contrib,
                         uint32_t weight, int *sat)
 {
     int has_rank = th->has_rank && !(flags & ST_MERGE_SUM_RANKS);
@@ -134,9 +164,6 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
     if (!map)
         return ST_ENOMEM;
     map[0] = 0;
-    double k[ST_NTIMERS];
-    for (int i = 0; i < ST_NTIMERS; i++)
-        k[i] = m->ns_per_tick[i];
     int rc = 0;
     for (uint32_t i = 1; i < src->nnodes; i++) {
         const st_path_t *n = &src->nodes[i];
@@ -174,13 +201,40 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
             }
             continue;
         }
-        for (int t = 0; t < ST_NTIMERS; t++)
-            if (timers & (1u << t))
-                tstat_add_scaled(&st_mcols_timer(&dst->cols, (uint32_t)t)[c],
-                                 st_model_tstat(th, t, i), k[t], sat);
+        for (uint32_t j = 0; j < src->cols.ncols; j++)
+            if (rm->metric[j] != ST_METRIC_NONE)
+                cell_add(&dst->cols, rm->metric[j], c, &src->cols, j, i, src->cols.kinds[j],
+                         rm->k[j], sat);
     }
     free(map);
     return rc;
+}
+
+/* The output metric of each input metric merged: those the input reports (the wall
+ * timer always: its count is the calls), found or registered by name; timers of
+ * the wall and CPU clocks in ns. A metric whose name the output has with another
+ * kind is not merged. */
+static int map_metrics(st_profile_t *out, const st_model_t *m, remap_t *rm)
+{
+    for (uint32_t j = 0; j < ST_MCOLS_MAX; j++) {
+        rm->metric[j] = ST_METRIC_NONE;
+        rm->k[j] = 1.0;
+    }
+    for (uint32_t j = 0; m->metrics && j < m->metrics->n && j < ST_MCOLS_MAX; j++) {
+        const st_metric_def_t *d = st_metrics_get(m->metrics, j);
+        if (j != ST_TIMER_WALL && !st_model_reports(m, j))
+            continue;
+        int clock = d->kind == ST_METRIC_TIMER && j < ST_NTIMERS;
+        int rc = st_profile_add_metric(out, d->name, clock ? "ns" : d->unit, d->desc, d->kind,
+                                       &rm->metric[j]);
+        if (rc == ST_ENOMEM)
+            return rc;
+        if (rc < 0)
+            rm->metric[j] = ST_METRIC_NONE;
+        if (clock)
+            rm->k[j] = m->ns_per_tick[j];
+    }
+    return 0;
 }
 
 int st_merge_begin(st_merger_t *mg, st_profile_t *out, int flags)
@@ -197,10 +251,6 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
     st_profile_t *out = mg->out;
     st_model_t *om = &out->model;
     mg->comps &= m->components;
-    /* the wall timer always: its count is the calls */
-    unsigned timers = 1u << ST_TIMER_WALL;
-    if (m->components & (1u << ST_COMP_CPU_CLOCK))
-        timers |= 1u << ST_TIMER_CPU;
     if (mg->n == 0) {
         if (m->settings) {
             st_settings_free(&out->settings);
@@ -244,6 +294,7 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
     }
     memset(rm.labels, 0xff, nl * sizeof *rm.labels);
     memset(rm.locs, 0xff, nloc * sizeof *rm.locs);
+    rc = map_metrics(out, m, &rm);
     for (size_t t = 0; t < m->nthreads && rc == 0; t++) {
         if (out->nthreads + 1 > mg->capc) {
             size_t cap = mg->capc ? mg->capc * 2 : 16;
@@ -256,7 +307,7 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
             mg->contrib = c;
             mg->capc = cap;
         }
-        rc = merge_thread(out, m, &m->threads[t], &rm, timers, mg->flags, mg->contrib,
+        rc = merge_thread(out, m, &m->threads[t], &rm, mg->flags, mg->contrib,
                           m->nruns > 1 ? m->nruns : 1, &mg->saturated);
     }
 done:

@@ -11,6 +11,18 @@ int st_model_timer(const st_model_t *m)
     return -1;
 }
 
+int st_model_reports(const st_model_t *m, uint32_t id)
+{
+    const st_metric_def_t *d = m->metrics ? st_metrics_get(m->metrics, id) : NULL;
+    if (!d)
+        return 0;
+    if (id == ST_TIMER_WALL)
+        return (m->components >> ST_COMP_WALL_CLOCK) & 1u;
+    if (id == ST_TIMER_CPU && d->kind == ST_METRIC_TIMER)
+        return (m->components >> ST_COMP_CPU_CLOCK) & 1u;
+    return 1;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

@@ -88,6 +88,11 @@ static inline const st_tstat_t *st_model_tstat(const st_model_thread_t *th, int 
     return &st_mcols_timer(&th->paths->cols, (uint32_t)timer)[node];
 }
 
+/* 1 when metric `id` of m's registry holds what the profile reports: the wall and
+ * CPU timers when their components were chosen (the wall timer's column holds the
+ * calls in any case), every other metric of the registry always. */
+int st_model_reports(const st_model_t *m, uint32_t id);
+
 /* The primary timer of a model: ST_TIMER_WALL, ST_TIMER_CPU or -1 (counts only). */
 int st_model_timer(const st_model_t *m);
 

@@ -1,5 +1,6 @@
 #include "model/profile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,11 +10,12 @@ int st_profile_init(st_profile_t *p)
     st_intern_init(&p->labels);
     st_loctab_init(&p->locs);
     st_metrics_init(&p->metrics);
+    const st_component_info_t *wall = st_component_info(ST_COMP_WALL_CLOCK);
+    const st_component_info_t *cpu = st_component_info(ST_COMP_CPU_CLOCK);
     uint32_t id;
-    if (st_metrics_add(&p->metrics, "wall_clock", "ns", "elapsed (wall-clock) time",
-                       ST_METRIC_TIMER, &id) < 0 ||
-        st_metrics_add(&p->metrics, "cpu_clock", "ns", "CPU time of the calling thread",
-                       ST_METRIC_TIMER, &id) < 0 ||
+    if (st_metrics_add(&p->metrics, wall->name, "ns", wall->description, ST_METRIC_TIMER,
+                       &id) < 0 ||
+        st_metrics_add(&p->metrics, cpu->name, "ns", cpu->description, ST_METRIC_TIMER, &id) < 0 ||
         st_settings_init(&p->settings) < 0) {
         st_metrics_free(&p->metrics);
         return ST_ENOMEM;
@@ -44,6 +46,22 @@ void st_profile_free(st_profile_t *p)
     if (p->have_settings)
         st_settings_free(&p->settings);
     memset(p, 0, sizeof *p);
+}
+
+int st_profile_add_metric(st_profile_t *p, const char *name, const char *unit, const char *desc,
+                          st_metric_kind_t kind, uint32_t *id)
+{
+    int rc = st_metrics_add(&p->metrics, name, unit, desc, kind, id);
+    if (rc == 0) { /* a metric found takes the unit and description given */
+        st_metric_def_t *d = &p->metrics.defs[*id];
+        if (unit)
+            snprintf(d->unit, sizeof d->unit, "%s", unit);
+        if (desc)
+            snprintf(d->desc, sizeof d->desc, "%s", desc);
+    }
+    for (size_t i = 0; i < p->nthreads && rc == 0; i++)
+        rc = st_mcols_sync(&p->paths[i].cols, &p->metrics);
+    return rc;
 }
 
 void st_profile_sync(st_profile_t *p)

@@ -41,6 +41,14 @@ void st_profile_free(st_profile_t *p);
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
                            int has_rank, uint32_t rank);
 
+/* Registers a metric (or finds it: same name and kind, and then takes the unit
+ * and description given, where not NULL) and gives every thread a column for it.
+ * The wall and CPU timers are registered by st_profile_init as metrics
+ * ST_TIMER_WALL and ST_TIMER_CPU. Returns 0 and sets *id, ST_ENOMEM, or ST_EINVAL
+ * (st_metrics_add's reasons). */
+int st_profile_add_metric(st_profile_t *p, const char *name, const char *unit, const char *desc,
+                          st_metric_kind_t kind, uint32_t *id);
+
 /* Points p->model at the profile's current contents (after adding threads). */
 void st_profile_sync(st_profile_t *p);
 

@@ -119,6 +119,86 @@ static void write_components(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_puts(out, "\n  ],\n");
 }
 
+/* The ns per unit of a metric's timer cells: the model's tick conversion for the
+ * wall and CPU timers, 1 for any other timer (kept in its own unit). */
+static double timer_scale(const st_model_t *m, uint32_t id)
+{
+    return id < ST_NTIMERS ? m->ns_per_tick[id] : 1.0;
+}
+
+/* The metrics the nodes carry: the registry's, less the timers not chosen. */
+static void write_metrics(st_strbuf_t *out, const st_model_t *m)
+{
+    st_strbuf_puts(out, "  \"metrics\": [");
+    int first = 1;
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n; id++) {
+        if (!st_model_reports(m, id))
+            continue;
+        const st_metric_def_t *d = st_metrics_get(m->metrics, id);
+        st_strbuf_puts(out, first ? "\n    {\"name\": " : ",\n    {\"name\": ");
+        first = 0;
+        st_strbuf_json_string(out, d->name);
+        st_strbuf_puts(out, ", \"unit\": ");
+        st_strbuf_json_string(out, d->kind == ST_METRIC_TIMER && id < ST_NTIMERS ? "ns" : d->unit);
+        st_strbuf_puts(out, ", \"kind\": ");
+        st_strbuf_json_string(out, st_metric_kind_name(d->kind));
+        st_strbuf_puts(out, ", \"description\": ");
+        st_strbuf_json_string(out, d->desc);
+        st_strbuf_putc(out, '}');
+    }
+    st_strbuf_puts(out, first ? "],\n" : "\n  ],\n");
+}
+
+/* One timer cell: {"sum", "self", "min", "max", "mean", "var"}, in ns. */
+static void put_timer(st_strbuf_t *out, const st_tstat_t *a, uint64_t calls, double k)
+{
+    st_strbuf_putc(out, '{');
+    put_ns(out, "sum", a->sum, k);
+    put_ns(out, "self", a->self, k);
+    put_ns(out, "min", calls ? a->min : 0, k);
+    put_ns(out, "max", a->max, k);
+    double mean, var;
+    st_tstat_stats(a, &mean, &var);
+    put_time(out, "mean", mean * k, 0, 1);
+    put_time(out, "var", var * k * k, 0, 0);
+    st_strbuf_putc(out, '}');
+}
+
+/* A node's cell of metric `id`, after its name; empty cells of the other kinds are
+ * left out. Returns 1 when something was written. */
+static int put_cell(st_strbuf_t *out, const st_model_t *m, const st_model_thread_t *th,
+                    uint32_t id, uint32_t node, uint64_t calls, int first)
+{
+    const st_mcols_t *c = &th->paths->cols;
+    const st_metric_def_t *d = st_metrics_get(m->metrics, id);
+    if (id >= c->ncols || c->kinds[id] != d->kind)
+        return 0;
+    uint64_t v = 0;
+    const st_gauge_t *g = NULL;
+    if (d->kind == ST_METRIC_GAUGE) {
+        g = &st_mcols_gauge(c, id)[node];
+        if (g->n == 0)
+            return 0;
+    } else if (d->kind != ST_METRIC_TIMER) {
+        v = st_mcols_u64(c, id)[node];
+        if (v == 0)
+            return 0;
+    }
+    st_strbuf_puts(out, first ? "" : ", ");
+    st_strbuf_json_string(out, d->name);
+    st_strbuf_puts(out, ": ");
+    if (d->kind == ST_METRIC_TIMER)
+        put_timer(out, &st_mcols_timer(c, id)[node], calls, timer_scale(m, id));
+    else if (g)
+        st_strbuf_printf(out, "{\"n\": %llu, \"last\": %.17g, \"min\": %.17g, \"max\": %.17g}",
+                         (unsigned long long)(g->n > ST_COUNT_MAX ? ST_COUNT_MAX : g->n),
+                         isfinite(g->last) ? g->last : 0.0, isfinite(g->min) ? g->min : 0.0,
+                         isfinite(g->max) ? g->max : 0.0);
+    else
+        st_strbuf_printf(out, "%llu", (unsigned long long)(v > ST_COUNT_MAX ? ST_COUNT_MAX : v));
+    return 1;
+}
+
 static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thread_t *th,
                        uint32_t id)
 {
@@ -130,28 +210,13 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thr
     uint32_t loc = st_loctab_of(m->locs, n->label);
     if (loc != ST_LOC_NONE)
         st_strbuf_printf(out, ", \"function\": %u", loc);
-    st_strbuf_printf(out, ", \"count\": %llu",
+    st_strbuf_printf(out, ", \"count\": %llu, \"metrics\": {",
                      (unsigned long long)(calls > ST_COUNT_MAX ? ST_COUNT_MAX : calls));
-    for (int c = 0; c < ST_NCOMPONENTS; c++) {
-        const st_component_info_t *info = st_component_info((st_component_t)c);
-        if (!(m->components & (1u << c)) || info->timer < 0)
-            continue;
-        const st_tstat_t *a = st_model_tstat(th, info->timer, id);
-        double k = m->ns_per_tick[info->timer];
-        st_strbuf_puts(out, ", ");
-        st_strbuf_json_string(out, info->name);
-        st_strbuf_puts(out, ": {");
-        put_ns(out, "sum", a->sum, k);
-        put_ns(out, "self", a->self, k);
-        put_ns(out, "min", calls ? a->min : 0, k);
-        put_ns(out, "max", a->max, k);
-        double mean, var;
-        st_tstat_stats(a, &mean, &var);
-        put_time(out, "mean", mean * k, 0, 1);
-        put_time(out, "var", var * k * k, 0, 0);
-        st_strbuf_putc(out, '}');
-    }
-    st_strbuf_putc(out, '}');
+    int first = 1;
+    for (uint32_t k = 0; m->metrics && k < m->metrics->n; k++)
+        if (st_model_reports(m, k) && put_cell(out, m, th, k, id, calls, first))
+            first = 0;
+    st_strbuf_puts(out, "}}");
 }
 
 /* Numbers that JSON can hold (NaN and infinities become 0). */
@@ -203,6 +268,7 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
     write_metadata(out, m);
     write_settings(out, m);
     write_components(out, m);
+    write_metrics(out, m);
     write_trace(out, m);
     write_sampling(out, m);
     write_functions(out, m);

@@ -522,12 +522,13 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     size_t npaths = 0;
     st_model_thread_t *threads = calloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
     st_pathtab_t *paths = calloc(s->nthreads ? s->nthreads : 1, sizeof *paths);
+    const st_component_info_t *wall = st_component_info(ST_COMP_WALL_CLOCK);
+    const st_component_info_t *cpu = st_component_info(ST_COMP_CPU_CLOCK);
     int bad = !threads || !paths ||
-              st_metrics_add(&reg, "wall_clock", "ticks", "elapsed (wall-clock) time",
-                             ST_METRIC_TIMER, &id) < 0 ||
-              (s->ntimers > 1 && st_metrics_add(&reg, "cpu_clock", "ns",
-                                                "CPU time of the calling thread",
-                                                ST_METRIC_TIMER, &id) < 0);
+              st_metrics_add(&reg, wall->name, "ticks", wall->description, ST_METRIC_TIMER,
+                             &id) < 0 ||
+              (s->ntimers > 1 &&
+               st_metrics_add(&reg, cpu->name, "ns", cpu->description, ST_METRIC_TIMER, &id) < 0);
     for (; !bad && npaths < s->nthreads; npaths++)
         bad = calltree_to_pathtab(&s->threads[npaths]->tree, &reg, &paths[npaths]) < 0;
     if (bad) {

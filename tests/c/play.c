@@ -6,9 +6,11 @@
 
 int st_play_metrics(st_metrics_t *m)
 {
+    const st_component_info_t *wall = st_component_info(ST_COMP_WALL_CLOCK);
+    const st_component_info_t *cpu = st_component_info(ST_COMP_CPU_CLOCK);
     uint32_t id;
-    int rc = st_metrics_add(m, "wall_clock", "ticks", "", ST_METRIC_TIMER, &id);
-    return rc < 0 ? rc : st_metrics_add(m, "cpu_clock", "ns", "", ST_METRIC_TIMER, &id);
+    int rc = st_metrics_add(m, wall->name, "ticks", wall->description, ST_METRIC_TIMER, &id);
+    return rc < 0 ? rc : st_metrics_add(m, cpu->name, "ns", cpu->description, ST_METRIC_TIMER, &id);
 }
 
 void st_play_init(st_play_t *p, st_pathtab_t *t, int ntimers)

@@ -560,7 +560,7 @@ static void test_table(void)
     st_strbuf_reset(&b);
     st_json_write(&b, &m);
     CHECK(strstr(st_strbuf_cstr(&b), "\"label\": \"bad\\\"label\\n\\u0001\"") != NULL);
-    CHECK(strstr(st_strbuf_cstr(&b), "\"format_version\": 1") != NULL);
+    CHECK(strstr(st_strbuf_cstr(&b), "\"format_version\": 2") != NULL);
     st_strbuf_free(&b);
     st_settings_free(&s);
     st_pathtab_free(&t);

@@ -34,6 +34,7 @@
 #include "play.h"
 
 #define CONTAINS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) != NULL)
+#define CONTAINS_TEXT(s, text) CHECK(strstr((s), (text)) != NULL)
 #define LACKS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) == NULL)
 
 static void call(st_play_t *p, uint32_t label, uint64_t t0)
@@ -341,7 +342,7 @@ static void test_roundtrip(void)
     struct {
         const char *text, *want;
     } bad[] = {
-        {"{\"format_version\": 2, \"threads\": []}", "newer than this strata reads"},
+        {"{\"format_version\": 3, \"threads\": []}", "newer than this strata reads"},
         {"{\"format_version\": 0, \"threads\": []}", "bad format_version"},
         {"{\"threads\": []}", "no format_version"},
         {"{\"format_version\": 1}", "no threads"},
@@ -354,6 +355,12 @@ static void test_roundtrip(void)
          "\"label\": \"x\"}, {\"id\": 1, \"parent\": -1, \"label\": \"y\"}]}]}", "two nodes with id 1"},
         {"{\"format_version\": 1, \"threads\": [{\"nodes\": [{\"id\": 1, \"parent\": -1, "
          "\"label\": \"x\", \"count\": -1}]}]}", "whole number"},
+        {"{\"format_version\": 2, \"metrics\": [{\"name\": \"m\", \"kind\": \"weight\"}], "
+         "\"threads\": []}", "unknown kind \"weight\""},
+        {"{\"format_version\": 2, \"metrics\": [{\"name\": \"wall_clock\", \"kind\": \"bytes\"}], "
+         "\"threads\": []}", "registered with another kind"},
+        {"{\"format_version\": 2, \"threads\": [{\"nodes\": [{\"id\": 1, \"parent\": -1, "
+         "\"label\": \"x\", \"metrics\": {\"rss\": 1}}]}]}", "metric \"rss\" is not in"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = st_profile_parse(&p, bad[i].text, strlen(bad[i].text), "f.json", &msg);
@@ -376,6 +383,87 @@ static void test_roundtrip(void)
     free(first);
     free(second);
     fixture_free(&f);
+}
+
+/* format_version 2: every metric of the registry, by kind, written, read back and
+ * written again the same; merged by kind. */
+static void test_metrics_v2(void)
+{
+    st_metrics_t reg;
+    st_metrics_init(&reg);
+    CHECK(st_play_metrics(&reg) == 0);
+    uint32_t bytes, allocs, samples, rss;
+    CHECK(st_metrics_add(&reg, "alloc_bytes", "bytes", "bytes allocated", ST_METRIC_BYTES,
+                         &bytes) == 0);
+    CHECK(st_metrics_add(&reg, "allocs", "calls", "allocations", ST_METRIC_COUNT, &allocs) == 0);
+    CHECK(st_metrics_add(&reg, "samples", "samples", "stack samples", ST_METRIC_SAMPLES,
+                         &samples) == 0);
+    CHECK(st_metrics_add(&reg, "rss", "bytes", "resident memory", ST_METRIC_GAUGE, &rss) == 0);
+    st_pathtab_t t;
+    CHECK(st_pathtab_init(&t, &reg, 0) == 0);
+    st_play_t pl;
+    st_play_init(&pl, &t, 2);
+    uint64_t at[][2] = {{0, 0}, {100, 40}, {300, 90}, {1000, 400}};
+    CHECK(st_play_enter(&pl, 0, at[0]) == 0 && st_play_enter(&pl, 1, at[1]) == 0);
+    CHECK(st_play_exit(&pl, at[2]) == 0 && st_play_exit(&pl, at[3]) == 0);
+    st_play_free(&pl);
+    st_mcols_u64(&t.cols, bytes)[1] = 4096;
+    st_mcols_u64(&t.cols, allocs)[1] = 3;
+    st_mcols_u64(&t.cols, samples)[2] = 7;
+    st_gauge_set(&st_mcols_gauge(&t.cols, rss)[2], 10.5);
+    st_gauge_set(&st_mcols_gauge(&t.cols, rss)[2], 30);
+    st_gauge_set(&st_mcols_gauge(&t.cols, rss)[2], 20);
+    st_intern_t labels;
+    st_intern_init(&labels);
+    uint32_t id;
+    st_intern_id(&labels, "main", 4, &id);
+    st_intern_id(&labels, "work", 4, &id);
+    st_settings_t settings;
+    st_settings_init(&settings);
+    st_model_thread_t th = {.paths = &t, .index = 0, .tid = 7, .name = "MainThread"};
+    st_model_t m = {.labels = &labels, .threads = &th, .nthreads = 1, .metrics = &reg,
+                    .settings = &settings, .ns_per_tick = {2.0, 1.0},
+                    .components = (1u << ST_COMP_TRIP_COUNT) | (1u << ST_COMP_WALL_CLOCK) |
+                                  (1u << ST_COMP_CPU_CLOCK)};
+    char *first = json_of(&m);
+    CONTAINS_TEXT(first, "\"format_version\": 2,");
+    CONTAINS_TEXT(first, "{\"name\": \"alloc_bytes\", \"unit\": \"bytes\", \"kind\": \"bytes\", "
+                         "\"description\": \"bytes allocated\"}");
+    CONTAINS_TEXT(first, "{\"name\": \"rss\", \"unit\": \"bytes\", \"kind\": \"gauge\"");
+    /* wall ticks in ns (2 ns a tick); empty cells left out */
+    CONTAINS_TEXT(first, "\"label\": \"main\", \"count\": 1, \"metrics\": {\"wall_clock\": "
+                         "{\"sum\": 2000, \"self\": 1600, ");
+    CONTAINS_TEXT(first, "\"alloc_bytes\": 4096, \"allocs\": 3}}");
+    CONTAINS_TEXT(first, "\"samples\": 7, \"rss\": {\"n\": 3, \"last\": 20, \"min\": 10.5, "
+                         "\"max\": 30}}}");
+    st_profile_t p;
+    st_msg_t msg;
+    CHECK(st_profile_parse(&p, first, strlen(first), "v2", &msg) == 0);
+    uint32_t pb = st_metrics_find(&p.metrics, "alloc_bytes");
+    uint32_t pr = st_metrics_find(&p.metrics, "rss");
+    CHECK(pb != ST_METRIC_NONE && p.metrics.defs[pb].kind == ST_METRIC_BYTES);
+    CHECK(pr != ST_METRIC_NONE && p.metrics.defs[pr].kind == ST_METRIC_GAUGE);
+    CHECK(p.nthreads == 1 && st_mcols_u64(&p.paths[0].cols, pb)[1] == 4096);
+    char *second = json_of(&p.model);
+    CHECK_STR(second, first);
+    /* merged twice: sums double, gauges keep their range */
+    const st_model_t *two[2] = {&p.model, &m};
+    st_profile_t mg;
+    CHECK(st_merge(&mg, two, 2, 0, &msg) == 0);
+    uint32_t mb = st_metrics_find(&mg.metrics, "alloc_bytes");
+    uint32_t mr = st_metrics_find(&mg.metrics, "rss");
+    CHECK(mb != ST_METRIC_NONE && st_mcols_u64(&mg.paths[0].cols, mb)[1] == 8192);
+    const st_gauge_t *g = mr != ST_METRIC_NONE ? &st_mcols_gauge(&mg.paths[0].cols, mr)[2] : NULL;
+    CHECK(g && g->n == 6 && g->min == 10.5 && g->max == 30 && g->last == 20);
+    CHECK(st_model_tstat(&mg.threads[0], ST_TIMER_WALL, 1)->sum == 4000);
+    st_profile_free(&mg);
+    st_profile_free(&p);
+    free(first);
+    free(second);
+    st_settings_free(&settings);
+    st_intern_free(&labels);
+    st_pathtab_free(&t);
+    st_metrics_free(&reg);
 }
 
 static void test_merge(void)
@@ -616,6 +704,7 @@ int main(void)
     test_html();
     test_jsonpull();
     test_roundtrip();
+    test_metrics_v2();
     test_merge();
     test_empty();
     test_formats();
