@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "base/err.h"
+
 int st_model_timer(const st_model_t *m)
 {
     if (m->components & (1u << ST_COMP_WALL_CLOCK))
@@ -21,6 +23,58 @@ int st_model_reports(const st_model_t *m, uint32_t id)
     if (id == ST_TIMER_CPU && d->kind == ST_METRIC_TIMER)
         return (m->components >> ST_COMP_CPU_CLOCK) & 1u;
     return 1;
+}
+
+uint32_t st_model_weight(const st_model_t *m)
+{
+    int timer = st_model_timer(m);
+    if (timer >= 0)
+        return (uint32_t)timer;
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n; id++)
+        if (m->metrics->defs[id].kind == ST_METRIC_SAMPLES && st_model_reports(m, id))
+            return id;
+    return ST_METRIC_NONE;
+}
+
+int st_model_values(const st_model_t *m, const st_model_thread_t *th, uint32_t metric,
+                    double **incl, double **self)
+{
+    const st_pathtab_t *t = th->paths;
+    const st_mcols_t *c = &t->cols;
+    st_metric_kind_t kind = metric == ST_METRIC_NONE ? ST_METRIC_COUNT
+                            : metric < c->ncols      ? c->kinds[metric]
+                                                     : ST_METRIC_GAUGE;
+    if (kind == ST_METRIC_GAUGE)
+        return ST_EINVAL;
+    double *in = malloc((size_t)t->nnodes * sizeof *in);
+    double *se = malloc((size_t)t->nnodes * sizeof *se);
+    if (!in || !se) {
+        free(in);
+        free(se);
+        return ST_ENOMEM;
+    }
+    in[0] = se[0] = 0.0;
+    if (kind == ST_METRIC_TIMER) {
+        double k = metric < ST_NTIMERS ? m->ns_per_tick[metric] : 1.0;
+        const st_tstat_t *s = st_mcols_timer(c, metric);
+        for (uint32_t i = 1; i < t->nnodes; i++) {
+            in[i] = (double)s[i].sum * k;
+            se[i] = (double)s[i].self * k;
+        }
+    } else {
+        for (uint32_t i = 1; i < t->nnodes; i++)
+            in[i] = se[i] = metric == ST_METRIC_NONE ? (double)st_model_calls(th, i)
+                                                     : (double)st_mcols_u64(c, metric)[i];
+        /* children come after their parent: add each subtree upwards, last first */
+        for (uint32_t i = t->nnodes - 1; i >= 1; i--) {
+            uint32_t p = t->nodes[i].parent;
+            if (p != 0 && p < i)
+                in[p] += in[i];
+        }
+    }
+    *incl = in;
+    *self = se;
+    return 0;
 }
 
 static int cmp_u32(const void *a, const void *b)

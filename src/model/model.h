@@ -96,6 +96,21 @@ int st_model_reports(const st_model_t *m, uint32_t id);
 /* The primary timer of a model: ST_TIMER_WALL, ST_TIMER_CPU or -1 (counts only). */
 int st_model_timer(const st_model_t *m);
 
+/* What the flame-graph writers weigh nodes by: the primary timer, else the first
+ * samples metric the model reports (a sampled profile), else ST_METRIC_NONE: the
+ * calls. */
+uint32_t st_model_weight(const st_model_t *m);
+
+/* Per-node values of `metric` over one thread, as doubles: self (the node's own
+ * cell) and inclusive (the node with everything under it). A timer of the wall or
+ * CPU clock is in ns (its sum is the inclusive value), another timer in its own
+ * unit; a count, bytes or samples metric adds its cells up the tree; metric
+ * ST_METRIC_NONE is the calls, added up the same way. Arrays of one double per
+ * node of th->paths (the root's 0), the caller's to free. Returns 0, ST_ENOMEM, or
+ * ST_EINVAL (a gauge, or a metric the thread has no column for). */
+int st_model_values(const st_model_t *m, const st_model_thread_t *th, uint32_t metric,
+                    double **incl, double **self);
+
 /* The distinct MPI ranks of m's threads, sorted, *n of them (malloc'd: free); NULL
  * when out of memory. */
 uint32_t *st_model_ranks(const st_model_t *m, uint32_t *n);

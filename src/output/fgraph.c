@@ -86,14 +86,17 @@ static int fold_tree(st_fgraph_t *g, const st_model_t *m, const st_model_thread_
                      uint32_t *capa_e)
 {
     const st_pathtab_t *t = th->paths;
-    double k = g->timer >= 0 ? m->ns_per_tick[g->timer] : 0.0;
     uint32_t *fnof = malloc((size_t)t->nnodes * sizeof *fnof);
     uint32_t *eof = malloc((size_t)t->nnodes * sizeof *eof);
+    double *incl = NULL, *own = NULL;
     int rc = 0;
     if (!fnof || !eof) {
         rc = ST_ENOMEM;
         goto done;
     }
+    /* a profile that only counted calls has no times: tt and ct stay 0 */
+    if (g->metric != ST_METRIC_NONE && (rc = st_model_values(m, th, g->metric, &incl, &own)) < 0)
+        goto done;
     /* functions and edges, in node order (a parent before its children) */
     for (uint32_t i = 1; i < t->nnodes; i++) {
         const st_path_t *n = &t->nodes[i];
@@ -144,9 +147,8 @@ static int fold_tree(st_fgraph_t *g, const st_model_t *m, const st_model_thread_
             continue;
         }
         uint64_t calls = st_model_calls(th, n);
-        const st_tstat_t *s = g->timer >= 0 ? st_model_tstat(th, g->timer, n) : NULL;
-        double sum = s ? (double)s->sum * k : 0.0;
-        double self = s ? (double)s->self * k : 0.0;
+        double sum = incl ? incl[n] : 0.0;
+        double self = own ? own[n] : 0.0;
         st_fnode_t *f = &g->fns[fnof[n]];
         f->nc += calls;
         f->tt += self;
@@ -167,13 +169,22 @@ static int fold_tree(st_fgraph_t *g, const st_model_t *m, const st_model_thread_
 done:
     free(fnof);
     free(eof);
+    free(incl);
+    free(own);
     return rc;
 }
 
 int st_fgraph_build(st_fgraph_t *g, const st_model_t *m, long rank)
 {
+    int timer = st_model_timer(m);
+    return st_fgraph_build_metric(g, m, rank, timer >= 0 ? (uint32_t)timer : ST_METRIC_NONE);
+}
+
+int st_fgraph_build_metric(st_fgraph_t *g, const st_model_t *m, long rank, uint32_t metric)
+{
     memset(g, 0, sizeof *g);
     g->timer = st_model_timer(m);
+    g->metric = metric;
     g->nkeys = (m->locs ? m->locs->nlocs : 0) + (size_t)m->labels->count + 1;
     g->fn_of_key = malloc(g->nkeys * sizeof *g->fn_of_key);
     if (!g->fn_of_key)
@@ -305,34 +316,5 @@ void st_fgraph_name(const st_fgraph_t *g, const st_model_t *m, uint32_t fn, int 
 int st_tree_values(const st_model_t *m, const st_model_thread_t *th, double **incl,
                    double **self)
 {
-    const st_pathtab_t *t = th->paths;
-    int timer = st_model_timer(m);
-    double *in = malloc((size_t)t->nnodes * sizeof *in);
-    double *se = malloc((size_t)t->nnodes * sizeof *se);
-    if (!in || !se) {
-        free(in);
-        free(se);
-        return ST_ENOMEM;
-    }
-    in[0] = se[0] = 0.0;
-    if (timer >= 0) {
-        double k = m->ns_per_tick[timer];
-        for (uint32_t i = 1; i < t->nnodes; i++) {
-            const st_tstat_t *s = st_model_tstat(th, timer, i);
-            in[i] = (double)s->sum * k;
-            se[i] = (double)s->self * k;
-        }
-    } else {
-        for (uint32_t i = 1; i < t->nnodes; i++)
-            in[i] = se[i] = (double)st_model_calls(th, i);
-        /* children come after their parent: add each subtree upwards, last first */
-        for (uint32_t i = t->nnodes - 1; i >= 1; i--) {
-            uint32_t p = t->nodes[i].parent;
-            if (p != 0 && p < i)
-                in[p] += in[i];
-        }
-    }
-    *incl = in;
-    *self = se;
-    return 0;
+    return st_model_values(m, th, st_model_weight(m), incl, self);
 }

@@ -87,7 +87,9 @@ static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
         const st_model_thread_t *th = &m->threads[ti];
         const st_pathtab_t *t = th->paths;
         double *incl, *self;
-        if (st_tree_values(m, th, &incl, &self) < 0)
+        /* weighed by time, else by calls (the page knows no other unit) */
+        if (st_model_values(m, th, timer >= 0 ? (uint32_t)timer : ST_METRIC_NONE, &incl,
+                            &self) < 0)
             return ST_ENOMEM;
         st_strbuf_printf(out, "%s{\"index\":%u,\"name\":", ti ? "," : "", th->index);
         st_html_json_string(out, th->name ? th->name : "");

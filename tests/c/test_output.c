@@ -457,6 +457,26 @@ static void test_metrics_v2(void)
     CHECK(g && g->n == 6 && g->min == 10.5 && g->max == 30 && g->last == 20);
     CHECK(st_model_tstat(&mg.threads[0], ST_TIMER_WALL, 1)->sum == 4000);
     st_profile_free(&mg);
+    /* callgrind: an event per count, bytes or samples metric beside the timers */
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    CHECK(st_callgrind_write(&b, &m) == 0);
+    CONTAINS(&b, "event: alloc_bytes : bytes allocated (bytes)\n");
+    CONTAINS(&b, "events: wall_clock cpu_clock alloc_bytes allocs samples\n"
+                 "summary: 2000 400 4096 3 7\n");
+    LACKS(&b, "rss");
+    /* a profile that counted calls and took stack samples weighs its flame graph by
+     * samples; the function graph keeps its counts */
+    st_model_t sampled = m;
+    sampled.components = 1u << ST_COMP_TRIP_COUNT;
+    CHECK(st_model_weight(&sampled) == samples && st_model_weight(&m) == ST_TIMER_WALL);
+    st_strbuf_reset(&b);
+    CHECK(st_folded_write(&b, &sampled) == 0);
+    CHECK_STR(st_strbuf_cstr(&b), "thread 0 (MainThread);main;work 7\n");
+    st_strbuf_reset(&b);
+    CHECK(st_callgrind_write(&b, &sampled) == 0);
+    CONTAINS(&b, "events: Calls alloc_bytes allocs samples\nsummary: 2 4096 3 7\n");
+    st_strbuf_free(&b);
     st_profile_free(&p);
     free(first);
     free(second);
