@@ -72,3 +72,40 @@ def test_v2_round_trip(env):
     ok(env.strata("report", "--format", "json", "-o", env.root / "one.json", V1 / "profile.json"))
     ok(env.strata("report", "--format", "json", "-o", env.root / "two.json", env.root / "one.json"))
     assert (env.root / "two.json").read_bytes() == (env.root / "one.json").read_bytes()
+
+
+def test_v2_metrics_beyond_timers(env):
+    """Metrics other than timers, read from a version 2 file: kept through report and
+    merge, each count, bytes or samples metric a table of its own (a hostile name
+    makes a harmless file name)."""
+    ok(env.strata("report", "--format", "json", "-o", env.root / "v2.json", V1 / "profile.json"))
+    doc = json.loads((env.root / "v2.json").read_text())
+    doc["metrics"] += [
+        {"name": "alloc_bytes", "unit": "bytes", "kind": "bytes", "description": "bytes allocated"},
+        {"name": "../trip_count", "unit": "calls", "kind": "count", "description": ""},
+        {"name": "rss", "unit": "bytes", "kind": "gauge", "description": "resident memory"},
+    ]
+    top = doc["threads"][0]["nodes"][0]
+    top["metrics"].update({"alloc_bytes": 4096, "../trip_count": 2,
+                           "rss": {"n": 2, "last": 5.0, "min": 1.0, "max": 5.0}})
+    (env.root / "extra.json").write_text(json.dumps(doc))
+    ok(env.strata("report", "--format", "text,json", "-o", env.root / "out",
+                  env.root / "extra.json"))
+    out = env.root / "out"
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        TABLES + ["profile.json", "alloc_bytes.txt", "___trip_count.txt"])
+    table = (out / "alloc_bytes.txt").read_text()
+    assert "BYTES ALLOCATED" in table and "| alloc_bytes | bytes " in table
+    assert "|   4096 |   4096 |  100.0 |" in table
+    again = json.loads((out / "profile.json").read_text())
+    assert [m["name"] for m in again["metrics"]] == [m["name"] for m in doc["metrics"]]
+    assert again["threads"][0]["nodes"][0]["metrics"]["rss"] == {
+        "n": 2, "last": 5, "min": 1, "max": 5}
+    # merged with itself: bytes and counts add up, the gauge keeps its range
+    ok(env.strata("merge", "-o", env.root / "merged", env.root / "extra.json",
+                  env.root / "extra.json"))
+    merged = json.loads((env.root / "merged" / "profile.json").read_text())
+    cells = merged["threads"][0]["nodes"][0]["metrics"]
+    assert cells["alloc_bytes"] == 8192 and cells["../trip_count"] == 4
+    assert cells["rss"] == {"n": 4, "last": 5, "min": 1, "max": 5}
+    assert (env.root / "merged" / "alloc_bytes.txt").exists()

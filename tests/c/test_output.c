@@ -28,6 +28,7 @@
 #include "output/loadbal.h"
 #include "output/pstats.h"
 #include "output/speedscope.h"
+#include "output/table.h"
 #include "output/registry.h"
 
 #include "check.h"
@@ -476,6 +477,43 @@ static void test_metrics_v2(void)
     st_strbuf_reset(&b);
     CHECK(st_callgrind_write(&b, &sampled) == 0);
     CONTAINS(&b, "events: Calls alloc_bytes allocs samples\nsummary: 2 4096 3 7\n");
+    /* a table per count, bytes or samples metric: the node's own value and with
+     * everything under it */
+    st_strbuf_reset(&b);
+    CHECK(st_table_write_metric(&b, &m, samples) == 0);
+    CHECK_STR(st_strbuf_cstr(&b),
+              "|-------------------------------------------------------------------------------|\n"
+              "|                                 STACK SAMPLES                                 |\n"
+              "|-------------------------------------------------------------------------------|\n"
+              "|    LABEL     | COUNT  | DEPTH  | METRIC  | UNITS   | SELF   | TOTAL  | % SELF |\n"
+              "|--------------|--------|--------|---------|---------|--------|--------|--------|\n"
+              "| |0>>> main   |      1 |      0 | samples | samples |      0 |      7 |    0.0 |\n"
+              "| |0>>> |_work |      1 |      1 | samples | samples |      7 |      7 |  100.0 |\n"
+              "|-------------------------------------------------------------------------------|\n");
+    st_strbuf_reset(&b);
+    CHECK(st_table_write_metric(&b, &m, rss) == ST_EINVAL);
+    CHECK(st_table_write_metric(&b, &m, ST_TIMER_WALL) == ST_EINVAL);
+    /* below the depth cap, one row: the calls, and the samples, under it */
+    st_pathtab_t deep;
+    CHECK(st_pathtab_init(&deep, &reg, 0) == 0);
+    st_play_init(&pl, &deep, 2);
+    uint64_t zero[2] = {0, 0};
+    for (int i = 0; i < ST_TABLE_MAX_DEPTH + 10; i++)
+        CHECK(st_play_enter(&pl, 1, zero) == 0);
+    for (int i = 0; i < ST_TABLE_MAX_DEPTH + 10; i++)
+        CHECK(st_play_exit(&pl, zero) == 0);
+    st_play_free(&pl);
+    st_mcols_u64(&deep.cols, samples)[deep.nnodes - 1] = 5;
+    st_model_thread_t dth = th;
+    dth.paths = &deep;
+    st_model_t dm = m;
+    dm.threads = &dth;
+    st_strbuf_reset(&b);
+    CHECK(st_table_write_metric(&b, &dm, samples) == 0);
+    CONTAINS(&b, "|_... 9 calls in 9 deeper nodes (folded) |      9 |    257 | samples | samples |"
+                 "      5 |      5 |  100.0 |\n");
+    LACKS(&b, "|    258 |");
+    st_pathtab_free(&deep);
     st_strbuf_free(&b);
     st_profile_free(&p);
     free(first);
