@@ -207,6 +207,103 @@ static int read_components(reader_t *r)
     return more;
 }
 
+/* "trace": what the run's timeline held and lost. */
+static int read_trace(reader_t *r)
+{
+    st_model_t *m = &r->p->model;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    m->has_trace = 1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc = strcmp(k, "events") == 0  ? st_jp_uint(&r->jp, UINT64_MAX, &m->trace_events)
+                 : strcmp(k, "bytes") == 0 ? st_jp_uint(&r->jp, UINT64_MAX, &m->trace_bytes)
+                 : strcmp(k, "dropped_calls") == 0
+                     ? st_jp_uint(&r->jp, UINT64_MAX, &m->trace_dropped)
+                 : strcmp(k, "too_deep_calls") == 0
+                     ? st_jp_uint(&r->jp, UINT64_MAX, &m->trace_too_deep)
+                 : strcmp(k, "write_seconds") == 0 ? st_jp_double(&r->jp, &m->trace_write_s)
+                                                   : st_jp_skip(&r->jp);
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
+/* One summary of "process_sampling.metrics": {"name", "units", "min", "mean", "max"}. */
+static int read_sampled(reader_t *r)
+{
+    st_profile_t *p = r->p;
+    st_model_metric_t *a = realloc(p->sampled, (p->nsampled + 1) * sizeof *a);
+    if (!a)
+        return FAIL(r, "out of memory");
+    p->sampled = a;
+    st_model_metric_t *x = &a[p->nsampled];
+    memset(x, 0, sizeof *x);
+    char *name = NULL, *units = NULL;
+    int rc = st_jp_obj_begin(&r->jp), more = 0;
+    while (rc == 0 && (more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        rc = strcmp(k, "name") == 0    ? read_string_dup(r, &name)
+             : strcmp(k, "units") == 0 ? read_string_dup(r, &units)
+             : strcmp(k, "min") == 0   ? st_jp_double(&r->jp, &x->min)
+             : strcmp(k, "mean") == 0  ? st_jp_double(&r->jp, &x->mean)
+             : strcmp(k, "max") == 0   ? st_jp_double(&r->jp, &x->max)
+                                       : st_jp_skip(&r->jp);
+    }
+    if (rc == 0 && more == 0 && !name)
+        rc = FAIL(r, "a sampled metric without a name");
+    if (rc < 0 || more < 0) {
+        free(name);
+        free(units);
+        return -1;
+    }
+    if (!units && !(units = strdup(""))) {
+        free(name);
+        return FAIL(r, "out of memory");
+    }
+    x->name = name;
+    x->units = units;
+    p->nsampled++;
+    return 0;
+}
+
+/* "process_sampling": the run's sampler, and each metric it sampled, summarised. */
+static int read_sampling(reader_t *r)
+{
+    st_model_t *m = &r->p->model;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc;
+        if (strcmp(k, "frequency") == 0) {
+            rc = st_jp_double(&r->jp, &m->sampling_freq);
+        } else if (strcmp(k, "samples") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &m->nsamples);
+        } else if (strcmp(k, "sampler_cpu_s") == 0) {
+            rc = st_jp_double(&r->jp, &m->sampler_cpu_s);
+        } else if (strcmp(k, "gpu_note") == 0) {
+            rc = st_jp_peek(&r->jp) == ST_JV_NULL ? st_jp_skip(&r->jp)
+                                                  : read_string_dup(r, &r->p->gpu_note);
+        } else if (strcmp(k, "metrics") == 0) {
+            rc = st_jp_arr_begin(&r->jp);
+            int m2 = 0;
+            while (rc == 0 && (m2 = st_jp_arr_next(&r->jp)) > 0)
+                rc = read_sampled(r);
+            if (m2 < 0)
+                rc = -1;
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
 /* The registry (format_version 2): [{"name", "unit", "kind", "description"}, ...],
  * each metric registered in the profile (the timers it has already are found). */
 static int read_metrics(reader_t *r)
@@ -694,6 +791,10 @@ static int read_document(reader_t *r)
             rc = read_components(r);
         } else if (strcmp(k, "metrics") == 0) {
             rc = read_metrics(r);
+        } else if (strcmp(k, "trace") == 0) {
+            rc = read_trace(r);
+        } else if (strcmp(k, "process_sampling") == 0) {
+            rc = read_sampling(r);
         } else if (strcmp(k, "functions") == 0) {
             rc = read_functions(r);
         } else if (strcmp(k, "threads") == 0) {

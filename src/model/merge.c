@@ -210,6 +210,59 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
     return rc;
 }
 
+/* The sections only a run writes: the timelines' counts add up; each sampled
+ * metric, matched by name, keeps its range, with a mean weighted by the runs'
+ * samples; the sampling frequency and GPU note are the first input's that has
+ * them. Returns 0 or ST_ENOMEM. */
+static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
+{
+    st_model_t *om = &out->model;
+    if (m->has_trace) {
+        om->has_trace = 1;
+        om->trace_events = sat_add(om->trace_events, m->trace_events, sat);
+        om->trace_bytes = sat_add(om->trace_bytes, m->trace_bytes, sat);
+        om->trace_dropped = sat_add(om->trace_dropped, m->trace_dropped, sat);
+        om->trace_too_deep = sat_add(om->trace_too_deep, m->trace_too_deep, sat);
+        om->trace_write_s += m->trace_write_s;
+    }
+    if (m->nsampled == 0)
+        return 0;
+    double w0 = (double)om->nsamples, w1 = (double)m->nsamples;
+    for (size_t i = 0; i < m->nsampled; i++) {
+        const st_model_metric_t *x = &m->sampled[i];
+        size_t j = 0;
+        while (j < out->nsampled && strcmp(out->sampled[j].name, x->name) != 0)
+            j++;
+        if (j < out->nsampled) {
+            st_model_metric_t *o = &out->sampled[j];
+            if (w0 + w1 > 0)
+                o->mean += (x->mean - o->mean) * w1 / (w0 + w1);
+            o->min = x->min < o->min ? x->min : o->min;
+            o->max = x->max > o->max ? x->max : o->max;
+            continue;
+        }
+        st_model_metric_t *a = realloc(out->sampled, (out->nsampled + 1) * sizeof *a);
+        if (!a)
+            return ST_ENOMEM;
+        out->sampled = a;
+        char *name = strdup(x->name), *units = strdup(x->units ? x->units : "");
+        if (!name || !units) {
+            free(name);
+            free(units);
+            return ST_ENOMEM;
+        }
+        a[out->nsampled++] = (st_model_metric_t){name, units, x->min, x->mean, x->max};
+    }
+    om->nsamples = sat_add(om->nsamples, m->nsamples, sat);
+    om->sampler_cpu_s += m->sampler_cpu_s;
+    if (om->sampling_freq == 0)
+        om->sampling_freq = m->sampling_freq;
+    if (!out->gpu_note && m->gpu_note && !(out->gpu_note = strdup(m->gpu_note)))
+        return ST_ENOMEM;
+    st_profile_sync(out);
+    return 0;
+}
+
 /* The output metric of each input metric merged: those the input reports (the wall
  * timer always: its count is the calls), found or registered by name; timers of
  * the wall and CPU clocks in ns. A metric whose name the output has with another
@@ -281,6 +334,8 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
     if (m->end_ns > om->end_ns)
         om->end_ns = m->end_ns;
     om->dropped = sat_add(om->dropped, m->dropped, &mg->saturated);
+    if (merge_run_sections(out, m, &mg->saturated) < 0)
+        return ST_ENOMEM;
     if (m->nruns > mg->maxruns_in)
         mg->maxruns_in = m->nruns;
     remap_t rm;

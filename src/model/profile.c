@@ -38,6 +38,12 @@ void st_profile_free(st_profile_t *p)
     for (size_t i = 0; i < p->ncommand; i++)
         free(p->command[i]);
     free(p->command);
+    for (size_t i = 0; i < p->nsampled; i++) {
+        free((char *)p->sampled[i].name);
+        free((char *)p->sampled[i].units);
+    }
+    free(p->sampled);
+    free(p->gpu_note);
     free(p->python_version);
     free(p->clock_name);
     free(p->host);
@@ -83,6 +89,9 @@ void st_profile_sync(st_profile_t *p)
     m->clock_name = p->clock_name;
     m->host = p->host;
     m->locs = p->locs.nlocs ? &p->locs : NULL;
+    m->sampled = p->sampled;
+    m->nsampled = p->nsampled;
+    m->gpu_note = p->gpu_note;
 }
 
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,

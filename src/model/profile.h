@@ -28,6 +28,9 @@ typedef struct {
     char **command;
     size_t ncommand;
     char *python_version, *clock_name, *host;
+    st_model_metric_t *sampled;   /* process sampling summaries; names and units owned */
+    size_t nsampled;
+    char *gpu_note;
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;
