@@ -13,6 +13,21 @@ int st_model_timer(const st_model_t *m)
     return -1;
 }
 
+/* 1 when column `id` of some thread holds a value (a gauge reading, a count). */
+static int has_values(const st_model_t *m, uint32_t id)
+{
+    for (size_t t = 0; t < m->nthreads; t++) {
+        const st_pathtab_t *p = m->threads[t].paths;
+        if (id >= p->cols.ncols)
+            continue;
+        for (uint32_t i = 1; i < p->nnodes; i++)
+            if (p->cols.kinds[id] == ST_METRIC_GAUGE ? st_mcols_gauge(&p->cols, id)[i].n != 0
+                                                     : st_mcols_u64(&p->cols, id)[i] != 0)
+                return 1;
+    }
+    return 0;
+}
+
 int st_model_reports(const st_model_t *m, uint32_t id)
 {
     const st_metric_def_t *d = m->metrics ? st_metrics_get(m->metrics, id) : NULL;
@@ -22,7 +37,7 @@ int st_model_reports(const st_model_t *m, uint32_t id)
         return (m->components >> ST_COMP_WALL_CLOCK) & 1u;
     if (id == ST_TIMER_CPU && d->kind == ST_METRIC_TIMER)
         return (m->components >> ST_COMP_CPU_CLOCK) & 1u;
-    return 1;
+    return d->kind == ST_METRIC_TIMER || has_values(m, id);
 }
 
 uint32_t st_model_weight(const st_model_t *m)

@@ -90,7 +90,10 @@ static inline const st_tstat_t *st_model_tstat(const st_model_thread_t *th, int 
 
 /* 1 when metric `id` of m's registry holds what the profile reports: the wall and
  * CPU timers when their components were chosen (the wall timer's column holds the
- * calls in any case), every other metric of the registry always. */
+ * calls in any case), any other timer, and a count, bytes, samples or gauge metric
+ * that holds a value somewhere (a registry lists what could be measured: a metric
+ * nothing was recorded in is left out). Scans the columns of such a metric: callers
+ * that ask per node ask once per write. */
 int st_model_reports(const st_model_t *m, uint32_t id);
 
 /* The primary timer of a model: ST_TIMER_WALL, ST_TIMER_CPU or -1 (counts only). */

@@ -126,13 +126,23 @@ static double timer_scale(const st_model_t *m, uint32_t id)
     return id < ST_NTIMERS ? m->ns_per_tick[id] : 1.0;
 }
 
-/* The metrics the nodes carry: the registry's, less the timers not chosen. */
-static void write_metrics(st_strbuf_t *out, const st_model_t *m)
+/* The metrics the nodes carry (st_model_reports, one bit each): the registry's,
+ * less the timers not chosen and the metrics nothing was recorded in. */
+static uint32_t reported(const st_model_t *m)
+{
+    uint32_t mask = 0;
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n && id < ST_MCOLS_MAX; id++)
+        if (st_model_reports(m, id))
+            mask |= 1u << id;
+    return mask;
+}
+
+static void write_metrics(st_strbuf_t *out, const st_model_t *m, uint32_t mask)
 {
     st_strbuf_puts(out, "  \"metrics\": [");
     int first = 1;
-    for (uint32_t id = 0; m->metrics && id < m->metrics->n; id++) {
-        if (!st_model_reports(m, id))
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n && id < ST_MCOLS_MAX; id++) {
+        if (!((mask >> id) & 1u))
             continue;
         const st_metric_def_t *d = st_metrics_get(m->metrics, id);
         st_strbuf_puts(out, first ? "\n    {\"name\": " : ",\n    {\"name\": ");
@@ -200,7 +210,7 @@ static int put_cell(st_strbuf_t *out, const st_model_t *m, const st_model_thread
 }
 
 static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thread_t *th,
-                       uint32_t id)
+                       uint32_t id, uint32_t mask)
 {
     const st_path_t *n = &th->paths->nodes[id];
     uint64_t calls = st_model_calls(th, id);
@@ -213,8 +223,8 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thr
     st_strbuf_printf(out, ", \"count\": %llu, \"metrics\": {",
                      (unsigned long long)(calls > ST_COUNT_MAX ? ST_COUNT_MAX : calls));
     int first = 1;
-    for (uint32_t k = 0; m->metrics && k < m->metrics->n; k++)
-        if (st_model_reports(m, k) && put_cell(out, m, th, k, id, calls, first))
+    for (uint32_t k = 0; m->metrics && k < m->metrics->n && k < ST_MCOLS_MAX; k++)
+        if (((mask >> k) & 1u) && put_cell(out, m, th, k, id, calls, first))
             first = 0;
     st_strbuf_puts(out, "}}");
 }
@@ -268,7 +278,8 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
     write_metadata(out, m);
     write_settings(out, m);
     write_components(out, m);
-    write_metrics(out, m);
+    uint32_t mask = reported(m);
+    write_metrics(out, m, mask);
     write_trace(out, m);
     write_sampling(out, m);
     write_functions(out, m);
@@ -285,7 +296,7 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
         /* Nodes in id order: a parent always comes before its children. */
         for (uint32_t id = 1; id < th->paths->nnodes; id++) {
             st_strbuf_puts(out, id > 1 ? ",\n" : "\n");
-            write_node(out, m, th, id);
+            write_node(out, m, th, id, mask);
         }
         st_strbuf_puts(out, th->paths->nnodes > 1 ? "\n      ]}" : "]}");
     }

@@ -400,6 +400,8 @@ static void test_metrics_v2(void)
     CHECK(st_metrics_add(&reg, "samples", "samples", "stack samples", ST_METRIC_SAMPLES,
                          &samples) == 0);
     CHECK(st_metrics_add(&reg, "rss", "bytes", "resident memory", ST_METRIC_GAUGE, &rss) == 0);
+    uint32_t frees; /* registered, nothing recorded: left out everywhere */
+    CHECK(st_metrics_add(&reg, "frees", "calls", "frees", ST_METRIC_COUNT, &frees) == 0);
     st_pathtab_t t;
     CHECK(st_pathtab_init(&t, &reg, 0) == 0);
     st_play_t pl;
@@ -428,6 +430,7 @@ static void test_metrics_v2(void)
                                   (1u << ST_COMP_CPU_CLOCK)};
     char *first = json_of(&m);
     CONTAINS_TEXT(first, "\"format_version\": 2,");
+    CHECK(strstr(first, "frees") == NULL && !st_model_reports(&m, frees));
     CONTAINS_TEXT(first, "{\"name\": \"alloc_bytes\", \"unit\": \"bytes\", \"kind\": \"bytes\", "
                          "\"description\": \"bytes allocated\"}");
     CONTAINS_TEXT(first, "{\"name\": \"rss\", \"unit\": \"bytes\", \"kind\": \"gauge\"");
@@ -493,6 +496,11 @@ static void test_metrics_v2(void)
     st_strbuf_reset(&b);
     CHECK(st_table_write_metric(&b, &m, rss) == ST_EINVAL);
     CHECK(st_table_write_metric(&b, &m, ST_TIMER_WALL) == ST_EINVAL);
+    st_output_opts_t ro;
+    st_output_opts_init(&ro);
+    CHECK(st_format_render(&b, &m, ST_FMT_TEXT, &ro, &msg) == 0);
+    LACKS(&b, "FREES");
+    CONTAINS(&b, "STACK SAMPLES");
     /* below the depth cap, one row: the calls, and the samples, under it */
     st_pathtab_t deep;
     CHECK(st_pathtab_init(&deep, &reg, 0) == 0);
