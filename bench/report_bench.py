@@ -47,8 +47,9 @@ def best(cmd, runs, cwd, env=None):
 
 
 def scale_node(n, f):
+    cells = n.get("metrics", n)  # format_version 2 (1: the timers on the node)
     for comp in ("wall_clock", "cpu_clock"):
-        a = n.get(comp)
+        a = cells.get(comp)
         if not a:
             continue
         for k in ("sum", "self", "min", "max"):
@@ -66,7 +67,8 @@ def make_ranks(strata, workdir, nranks):
                    cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     base = json.loads((ranks / "profile-0.json").read_text())
     nodes = base["threads"][0]["nodes"]
-    hot = max(nodes[1:], key=lambda n: n["wall_clock"]["self"])["id"] if len(nodes) > 1 else None
+    hot = (max(nodes[1:], key=lambda n: n["metrics"]["wall_clock"]["self"])["id"]
+           if len(nodes) > 1 else None)
     rng = random.Random(42)
     for r in range(1, nranks):
         doc = json.loads(json.dumps(base))

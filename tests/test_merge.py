@@ -116,8 +116,8 @@ def test_merge_runs_sums(env):
     nodes = {n["label"]: n for n in data["threads"][0]["nodes"] if n["depth"] <= 2}
     assert nodes["main"]["count"] == 3 and nodes["fib"]["count"] == 3
     one = json.loads((env.root / "run0" / "profile.json").read_text())
-    main1 = one["threads"][0]["nodes"][0]["wall_clock"]
-    main3 = data["threads"][0]["nodes"][0]["wall_clock"]
+    main1 = one["threads"][0]["nodes"][0]["metrics"]["wall_clock"]
+    main3 = data["threads"][0]["nodes"][0]["metrics"]["wall_clock"]
     assert main3["min"] <= main1["min"] and main3["max"] >= main1["max"]
     assert main3["sum"] >= 3 * main3["min"]
     st = pstats.Stats(str(env.root / "runs" / "profile.prof")).stats
@@ -163,14 +163,14 @@ def test_huge_sums_round_trip_and_saturate(env):
     node = data["threads"][0]["nodes"][0]
     big = 2**63 - 5
     node["count"] = big
-    node["wall_clock"]["sum"] = big
-    node["wall_clock"]["self"] = 0
+    node["metrics"]["wall_clock"]["sum"] = big
+    node["metrics"]["wall_clock"]["self"] = 0
     (env.root / "big.json").write_text(json.dumps(data))
     r = env.strata("merge", "-o", "big_one", env.root / "big.json")
     assert r.returncode == 0, r.describe()
     one = json.loads((env.root / "big_one" / "profile.json").read_text())
     assert one["threads"][0]["nodes"][0]["count"] == big  # exactly, no float rounding
-    assert one["threads"][0]["nodes"][0]["wall_clock"]["sum"] == big
+    assert one["threads"][0]["nodes"][0]["metrics"]["wall_clock"]["sum"] == big
     (env.root / "big2.json").write_text(json.dumps(data))
     data["metadata"]["pid"] += 1  # another run, so no "same run" warning
     (env.root / "big3.json").write_text(json.dumps(data))
@@ -180,6 +180,6 @@ def test_huge_sums_round_trip_and_saturate(env):
     assert "saturated" in r.stderr, r.stderr
     three = json.loads((env.root / "big_three" / "profile.json").read_text())
     top = three["threads"][0]["nodes"][0]
-    assert top["count"] == 2**63 - 1 and top["wall_clock"]["sum"] == 2**63 - 1
+    assert top["count"] == 2**63 - 1 and top["metrics"]["wall_clock"]["sum"] == 2**63 - 1
     r = env.strata("report", env.root / "big_three")  # and it reads back
     assert r.returncode == 0, r.describe()

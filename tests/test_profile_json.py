@@ -62,8 +62,9 @@ def threaded(strata_bin, tmp_path_factory):
 
 def test_layout(threaded):
     data, _, pid, (before, after) = threaded
-    assert data["format_version"] == 1
-    assert {"format_version", "metadata", "settings", "components", "threads"} <= set(data)
+    assert data["format_version"] == 2
+    assert {"format_version", "metadata", "settings", "components", "metrics",
+            "threads"} <= set(data)
     md = data["metadata"]
     assert isinstance(md["command"], list) and md["command"][-1] == "threaded.py", md["command"]
     assert md["python_version"] == platform.python_version()  # the suite runs the same venv
@@ -77,6 +78,10 @@ def test_layout(threaded):
     for c in data["components"]:
         assert c["title"] == TITLES[c["name"]]
         assert c["units"] == ("calls" if c["name"] == "trip_count" else "ns")
+    # format_version 2: the metrics every node carries, named by the registry
+    assert [(m["name"], m["unit"], m["kind"]) for m in data["metrics"]] == [
+        ("wall_clock", "ns", "timer"), ("cpu_clock", "ns", "timer")]
+    assert all(isinstance(m["description"], str) and m["description"] for m in data["metrics"])
     for name, s in data["settings"].items():
         assert set(s) == {"value", "source"}, (name, s)
         assert isinstance(s["value"], str)
@@ -102,8 +107,9 @@ def test_nodes_well_formed(threaded):
                 assert n["depth"] == seen[n["parent"]]["depth"] + 1
             assert isinstance(n["label"], str) and isinstance(n["count"], int)
             assert "trip_count" not in n  # trip_count is the count field
+            assert set(n["metrics"]) == {"wall_clock", "cpu_clock"}, n
             for comp in ("wall_clock", "cpu_clock"):
-                m = n[comp]
+                m = n["metrics"][comp]
                 assert set(m) == {"sum", "self", "min", "max", "mean", "var"}, m
                 assert 0 <= m["self"] <= m["sum"] + 1, m
                 assert m["min"] <= m["mean"] + 1 and m["mean"] <= m["max"] + 1, m
@@ -136,7 +142,7 @@ def test_json_says_what_the_tables_say(threaded):
         [(r.thread, r.depth, r.name, r.count) for r in trip.rows]
     for comp in ("wall_clock", "cpu_clock"):
         for (i, n), r in zip(rows, tables[comp].rows):
-            m = n[comp]
+            m = n["metrics"][comp]
             for col, key in (("SUM", "sum"), ("MEAN", "mean"), ("MIN", "min"), ("MAX", "max")):
                 assert abs(r.num(col) - m[key] / 1e9) <= 1.5e-6, (comp, r, col, m)
             assert abs(r.num("VAR") - m["var"] / 1e18) <= 1.5e-6, (comp, r, m)
@@ -150,8 +156,8 @@ def test_sleeps_in_nanoseconds(threaded):
     worker = data["threads"][1]
     naps = [n for n in worker["nodes"] if n["label"] == "nap"]
     assert len(naps) == 1 and naps[0]["count"] == 3
-    assert naps[0]["wall_clock"]["sum"] >= 0.029e9
-    assert naps[0]["wall_clock"]["min"] >= 0.0095e9
+    assert naps[0]["metrics"]["wall_clock"]["sum"] >= 0.029e9
+    assert naps[0]["metrics"]["wall_clock"]["min"] >= 0.0095e9
 
 
 # ------------------------------------------------------------------------- settings sources

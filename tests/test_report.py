@@ -109,7 +109,7 @@ def test_text_is_the_tables(env, result):
 
 def test_json_keeps_locations(env, result):
     data = json.loads((result / "profile.json").read_text())
-    assert data["format_version"] == 1
+    assert data["format_version"] == 2
     funcs = data["functions"]
     by_name = {f["name"]: f for f in funcs}
     assert by_name["fib"]["file"].endswith("prog.py") and by_name["fib"]["line"] == 3
@@ -126,7 +126,7 @@ def test_json_keeps_locations(env, result):
     assert again["functions"] == funcs
     # the same nodes; the variance back to its last bit or so (it is rebuilt as M2 / n)
     for x, y in zip(data["threads"][0]["nodes"], again["threads"][0]["nodes"]):
-        vx, vy = x["wall_clock"].pop("var"), y["wall_clock"].pop("var")
+        vx, vy = x["metrics"]["wall_clock"].pop("var"), y["metrics"]["wall_clock"].pop("var")
         assert x == y and vy == pytest.approx(vx, rel=1e-12, abs=1e-9)
 
 
@@ -332,7 +332,7 @@ def test_folded_stacks(env, result):
     assert stacks[top + "main;work;<built-in method time.sleep>"] >= 30_000_000  # ns
     assert any(s.startswith(top + "main;work;fib;fib;fib") for s in stacks)
     data = json.loads((result / "profile.json").read_text())
-    total = data["threads"][0]["nodes"][0]["wall_clock"]["sum"]
+    total = data["threads"][0]["nodes"][0]["metrics"]["wall_clock"]["sum"]
     assert abs(sum(stacks.values()) - total) <= len(stacks)  # self times add up to the run
 
 
@@ -525,7 +525,7 @@ def test_bad_inputs(env, result):
     (env.root / "corrupt.json").write_bytes(b"{\"format_version\": 1, \"threads\": [\x00\xff]}")
     assert "not a valid profile.json" in bad(env, "report", env.root / "corrupt.json")
     newer = json.loads(text)
-    newer["format_version"] = 2
+    newer["format_version"] = 3
     (env.root / "newer.json").write_text(json.dumps(newer))
     assert "newer" in bad(env, "report", env.root / "newer.json")
     (env.root / "empty.json").write_text("")

@@ -20,6 +20,7 @@ the fixture's profile.json by `strata report`, which must give the same files.
 
 from __future__ import annotations
 
+import json
 import marshal
 import os
 import shutil
@@ -204,40 +205,24 @@ def reported(written, strata_bin, tmp_path_factory) -> Path:
     return out
 
 
-def _strip_run_only(text: str) -> str:
-    """profile.json without the sections only a run writes (trace, process_sampling)."""
-    keep = []
-    skipping = False
-    for line in text.splitlines(True):
-        if line.startswith(('  "trace": ', '  "process_sampling": ')):
-            skipping = not line.rstrip().endswith("},")
-            continue
-        if skipping:
-            skipping = not line.startswith("  ]},")
-            continue
-        keep.append(line)
-    return "".join(keep)
-
-
 @pytest.mark.parametrize("name", REPORT_FILES)
 def test_report_from_profile_json_matches(written, reported, name):
     """The reader rebuilds the model the writers were given: `strata report` of
-    profile-3.json writes what the driver wrote (profile.json less the sections the
-    reader does not keep: see the next test)."""
-    want = as_text(written / name, name)
-    got = as_text(reported / name, name)
-    if name == "profile-3.json":
-        want = _strip_run_only(want)
-        assert want != as_text(written / name, name), "the fixture has no run-only sections"
-    assert got == want
-
-
-@pytest.mark.xfail(strict=True, reason="the profile.json reader drops the 'trace' and "
-                   "'process_sampling' sections, so `strata report --format json` and "
-                   "`strata merge` lose them (to be kept by the model layer, issue 10)")
-def test_report_json_keeps_run_sections(written, reported):
-    name = "profile-3.json"
+    profile-3.json writes what the driver wrote, profile.json whole (the sections only a
+    run writes, trace and process_sampling, included)."""
     assert as_text(reported / name, name) == as_text(written / name, name)
+
+
+def test_merge_keeps_run_sections(written):
+    """A merge keeps the sections only a run writes: the timelines' counts added up (only
+    rank 3 of the fixture's two has one), the sampled metrics' summaries combined (the
+    same samples in both)."""
+    one = json.loads((written / "profile-3.json").read_text())
+    merged = json.loads((written / "merged" / "profile.json").read_text())
+    assert merged["trace"] == one["trace"]
+    ps1, ps2 = one["process_sampling"], merged["process_sampling"]
+    assert ps2["samples"] == 2 * ps1["samples"] and ps2["gpu_note"] == ps1["gpu_note"]
+    assert ps2["metrics"] == ps1["metrics"]
 
 
 def test_merged_report_round_trip(written, strata_bin, tmp_path):

@@ -36,11 +36,8 @@
 #include <stdint.h>
 
 #include "base/u64map.h"
+#include "core/components.h"
 #include "core/metrics.h"
-
-#define ST_TIMER_WALL 0
-#define ST_TIMER_CPU 1
-#define ST_NTIMERS 2
 
 #define ST_NODE_NONE UINT32_MAX /* "no node": dropped frame, end of a list */
 

@@ -2,8 +2,6 @@
 
 #include <string.h>
 
-#include "core/calltree.h"
-
 static const st_component_info_t infos[ST_NCOMPONENTS] = {
     {"trip_count", "COUNTS NUMBER OF INVOCATIONS", "", "number of calls", -1},
     {"wall_clock", "REAL-CLOCK TIMER (I.E. WALL-CLOCK TIMER)", "sec",

@@ -6,6 +6,12 @@
 #ifndef STRATA_CORE_COMPONENTS_H
 #define STRATA_CORE_COMPONENTS_H
 
+/* The timers, numbered as the recorder's timer metrics (ST_REC_WALL, ST_REC_CPU):
+ * a model's metric 0 is the wall timer, metric 1 the CPU timer when it was chosen. */
+#define ST_TIMER_WALL 0
+#define ST_TIMER_CPU 1
+#define ST_NTIMERS 2
+
 typedef enum {
     ST_COMP_TRIP_COUNT = 0,
     ST_COMP_WALL_CLOCK = 1,
@@ -18,7 +24,7 @@ typedef struct {
     const char *title;        /* the table's title */
     const char *units;        /* "" for counts */
     const char *description;
-    int timer;                /* calltree timer index, -1 for trip_count */
+    int timer;                /* timer (metric id), -1 for trip_count */
 } st_component_info_t;
 
 /* Static information about component c (0 <= c < ST_NCOMPONENTS). */

@@ -152,6 +152,21 @@ size_t st_metric_cell_size(st_metric_kind_t kind)
     }
 }
 
+static const char *const kind_names[] = {"timer", "count", "bytes", "gauge", "samples"};
+
+const char *st_metric_kind_name(st_metric_kind_t kind)
+{
+    return (unsigned)kind < sizeof kind_names / sizeof kind_names[0] ? kind_names[kind] : "";
+}
+
+int st_metric_kind_find(const char *name)
+{
+    for (int k = 0; k < (int)(sizeof kind_names / sizeof kind_names[0]); k++)
+        if (strcmp(kind_names[k], name) == 0)
+            return k;
+    return -1;
+}
+
 /* Empties cells [from, to) of column `i`. */
 static void clear_cells(st_mcols_t *c, uint32_t i, uint32_t from, uint32_t to)
 {
@@ -180,6 +195,20 @@ int st_mcols_init(st_mcols_t *c, const st_metrics_t *m, uint32_t cap)
 fail:
     st_mcols_free(c);
     return ST_ENOMEM;
+}
+
+int st_mcols_sync(st_mcols_t *c, const st_metrics_t *m)
+{
+    uint32_t n = m->n < ST_MCOLS_MAX ? m->n : ST_MCOLS_MAX;
+    for (uint32_t i = c->ncols; i < n; i++) {
+        c->kinds[i] = m->defs[i].kind;
+        c->cols[i] = malloc((size_t)c->cap * st_metric_cell_size(c->kinds[i]));
+        if (!c->cols[i])
+            return ST_ENOMEM;
+        clear_cells(c, i, 0, c->cap);
+        c->ncols = i + 1;
+    }
+    return 0;
 }
 
 void st_mcols_free(st_mcols_t *c)

@@ -158,6 +158,11 @@ static inline const st_metric_def_t *st_metrics_get(const st_metrics_t *m, uint3
 /* Bytes of one column cell of a kind. */
 size_t st_metric_cell_size(st_metric_kind_t kind);
 
+/* A kind's name in files ("timer", "count", "bytes", "gauge", "samples"), and the
+ * kind of a name (-1: none). */
+const char *st_metric_kind_name(st_metric_kind_t kind);
+int st_metric_kind_find(const char *name);
+
 /* ------------------------------------------------------------------------- */
 /* Columns                                                                   */
 
@@ -178,6 +183,11 @@ typedef struct {
  * Returns 0 or ST_ENOMEM (nothing to free then). */
 int st_mcols_init(st_mcols_t *c, const st_metrics_t *m, uint32_t cap);
 void st_mcols_free(st_mcols_t *c);
+
+/* Adds columns (c->cap empty cells each) for the metrics registered in m since the
+ * columns were made, so that a registry may grow after its tables (a reader, a
+ * merge). Returns 0 or ST_ENOMEM (the columns made so far are kept). */
+int st_mcols_sync(st_mcols_t *c, const st_metrics_t *m);
 
 /* Makes every column hold at least `n` cells (doubling). Returns 0 or ST_ENOMEM
  * (the columns are unchanged then). Not on the hot path: called when a node is made. */

@@ -37,7 +37,8 @@ void st_pathtab_free(st_pathtab_t *t)
     memset(t, 0, sizeof *t);
 }
 
-static uint32_t make(st_pathtab_t *t, uint32_t parent, uint32_t label, uint64_t key)
+/* A new node under parent, put in the (parent, label) index when `index`. */
+static uint32_t make(st_pathtab_t *t, uint32_t parent, uint32_t label, int index)
 {
     if (t->nnodes >= t->max_nodes || t->failed)
         return ST_PATH_NONE;
@@ -50,7 +51,8 @@ static uint32_t make(st_pathtab_t *t, uint32_t parent, uint32_t label, uint64_t 
         t->capnodes = cap;
     }
     if (st_mcols_reserve(&t->cols, t->nnodes + 1) < 0 ||
-        st_u64map_put(&t->children, key, t->nnodes, NULL) < 0)
+        (index &&
+         st_u64map_put(&t->children, ((uint64_t)parent << 32) | label, t->nnodes, NULL) < 0))
         goto fail;
     uint32_t c = t->nnodes++;
     st_path_t *p = &t->nodes[parent];
@@ -66,12 +68,30 @@ fail:
     return ST_PATH_NONE;
 }
 
+uint32_t st_pathtab_append(st_pathtab_t *t, uint32_t parent, uint32_t label)
+{
+    return parent < t->nnodes ? make(t, parent, label, 0) : ST_PATH_NONE;
+}
+
+int st_pathtab_reindex(st_pathtab_t *t)
+{
+    st_u64map_free(&t->children);
+    for (uint32_t i = 1; i < t->nnodes; i++) {
+        uint64_t key = ((uint64_t)t->nodes[i].parent << 32) | t->nodes[i].label;
+        if (st_u64map_put(&t->children, key, i, NULL) < 0) {
+            t->failed = 1;
+            return ST_ENOMEM;
+        }
+    }
+    return 0;
+}
+
 uint32_t st_pathtab_find(st_pathtab_t *t, uint32_t parent, uint32_t label)
 {
     uint64_t key = ((uint64_t)parent << 32) | label;
     uint32_t node = st_u64map_get(&t->children, key);
     if (node == UINT32_MAX)
-        node = make(t, parent, label, key);
+        node = make(t, parent, label, 1);
     if (node != ST_PATH_NONE)
         t->nodes[parent].hint = node;
     else

@@ -50,6 +50,17 @@ void st_pathtab_free(st_pathtab_t *t);
 /* Slow half of st_pathtab_child: the map lookup, or a new node. */
 uint32_t st_pathtab_find(st_pathtab_t *t, uint32_t parent, uint32_t label);
 
+/* For a reader that rebuilds a table node by node (ids kept): a new last child of
+ * `parent` labelled `label`, whatever its siblings, left out of the (parent,
+ * label) index; st_pathtab_reindex makes the index once the labels are final.
+ * Returns the node, or ST_PATH_NONE (no such parent, the node limit, or memory:
+ * failed set). Not counted in `dropped`. */
+uint32_t st_pathtab_append(st_pathtab_t *t, uint32_t parent, uint32_t label);
+
+/* Makes the (parent, label) index again from the nodes (the first of two siblings
+ * with one label is the one found). Returns 0 or ST_ENOMEM (failed set). */
+int st_pathtab_reindex(st_pathtab_t *t);
+
 /* The child of `parent` labelled `label`, made if new; ST_PATH_NONE (counted) when
  * parent or label is ST_PATH_NONE, or when the node limit is reached or memory runs
  * out. Inline: the

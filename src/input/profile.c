@@ -16,6 +16,17 @@
 
 /* ------------------------------------------------------------------ parsing */
 
+/* What one node's record holds, cell by cell of the profile's registry. */
+typedef struct {
+    uint64_t count;
+    uint32_t have;                  /* bit id: the record has metric id */
+    st_tstat_t timer[ST_MCOLS_MAX];
+    double mean[ST_MCOLS_MAX], var[ST_MCOLS_MAX];
+    uint32_t have_min;              /* bit id: the timer had a "min" */
+    uint64_t u64[ST_MCOLS_MAX];
+    st_gauge_t gauge[ST_MCOLS_MAX];
+} cells_t;
+
 typedef struct {
     st_jp_t jp;
     st_profile_t *p;
@@ -31,6 +42,7 @@ typedef struct {
     int have_rank;
     uint32_t rank;
     uint32_t nranks, nruns;
+    cells_t cells;          /* the node being read */
 } reader_t;
 
 #define FAIL(r, ...) st_jp_fail(&(r)->jp, __VA_ARGS__)
@@ -195,6 +207,164 @@ static int read_components(reader_t *r)
     return more;
 }
 
+/* "trace": what the run's timeline held and lost. */
+static int read_trace(reader_t *r)
+{
+    st_model_t *m = &r->p->model;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    m->has_trace = 1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc = strcmp(k, "events") == 0  ? st_jp_uint(&r->jp, UINT64_MAX, &m->trace_events)
+                 : strcmp(k, "bytes") == 0 ? st_jp_uint(&r->jp, UINT64_MAX, &m->trace_bytes)
+                 : strcmp(k, "dropped_calls") == 0
+                     ? st_jp_uint(&r->jp, UINT64_MAX, &m->trace_dropped)
+                 : strcmp(k, "too_deep_calls") == 0
+                     ? st_jp_uint(&r->jp, UINT64_MAX, &m->trace_too_deep)
+                 : strcmp(k, "write_seconds") == 0 ? st_jp_double(&r->jp, &m->trace_write_s)
+                                                   : st_jp_skip(&r->jp);
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
+/* One summary of "process_sampling.metrics": {"name", "units", "min", "mean", "max"}. */
+static int read_sampled(reader_t *r)
+{
+    st_profile_t *p = r->p;
+    st_model_metric_t *a = realloc(p->sampled, (p->nsampled + 1) * sizeof *a);
+    if (!a)
+        return FAIL(r, "out of memory");
+    p->sampled = a;
+    st_model_metric_t *x = &a[p->nsampled];
+    memset(x, 0, sizeof *x);
+    char *name = NULL, *units = NULL;
+    int rc = st_jp_obj_begin(&r->jp), more = 0;
+    while (rc == 0 && (more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        rc = strcmp(k, "name") == 0    ? read_string_dup(r, &name)
+             : strcmp(k, "units") == 0 ? read_string_dup(r, &units)
+             : strcmp(k, "min") == 0   ? st_jp_double(&r->jp, &x->min)
+             : strcmp(k, "mean") == 0  ? st_jp_double(&r->jp, &x->mean)
+             : strcmp(k, "max") == 0   ? st_jp_double(&r->jp, &x->max)
+                                       : st_jp_skip(&r->jp);
+    }
+    if (rc == 0 && more == 0 && !name)
+        rc = FAIL(r, "a sampled metric without a name");
+    if (rc < 0 || more < 0) {
+        free(name);
+        free(units);
+        return -1;
+    }
+    if (!units && !(units = strdup(""))) {
+        free(name);
+        return FAIL(r, "out of memory");
+    }
+    x->name = name;
+    x->units = units;
+    p->nsampled++;
+    return 0;
+}
+
+/* "process_sampling": the run's sampler, and each metric it sampled, summarised. */
+static int read_sampling(reader_t *r)
+{
+    st_model_t *m = &r->p->model;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc;
+        if (strcmp(k, "frequency") == 0) {
+            rc = st_jp_double(&r->jp, &m->sampling_freq);
+        } else if (strcmp(k, "samples") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &m->nsamples);
+        } else if (strcmp(k, "sampler_cpu_s") == 0) {
+            rc = st_jp_double(&r->jp, &m->sampler_cpu_s);
+        } else if (strcmp(k, "gpu_note") == 0) {
+            rc = st_jp_peek(&r->jp) == ST_JV_NULL ? st_jp_skip(&r->jp)
+                                                  : read_string_dup(r, &r->p->gpu_note);
+        } else if (strcmp(k, "metrics") == 0) {
+            rc = st_jp_arr_begin(&r->jp);
+            int m2 = 0;
+            while (rc == 0 && (m2 = st_jp_arr_next(&r->jp)) > 0)
+                rc = read_sampled(r);
+            if (m2 < 0)
+                rc = -1;
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
+/* The registry (format_version 2): [{"name", "unit", "kind", "description"}, ...],
+ * each metric registered in the profile (the timers it has already are found). */
+static int read_metrics(reader_t *r)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    st_strbuf_t name, unit, desc;
+    st_strbuf_init(&name);
+    st_strbuf_init(&unit);
+    st_strbuf_init(&desc);
+    int more, rc = 0;
+    while (rc == 0 && (more = st_jp_arr_next(&r->jp)) > 0) {
+        st_strbuf_reset(&name);
+        st_strbuf_reset(&unit);
+        st_strbuf_reset(&desc);
+        int kind = -1, m2;
+        if (st_jp_obj_begin(&r->jp) < 0) {
+            rc = -1;
+            break;
+        }
+        while (rc == 0 && (m2 = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+            const char *k = st_strbuf_cstr(&r->key);
+            if (strcmp(k, "name") == 0)
+                rc = st_jp_string(&r->jp, &name);
+            else if (strcmp(k, "unit") == 0)
+                rc = st_jp_string(&r->jp, &unit);
+            else if (strcmp(k, "description") == 0)
+                rc = st_jp_string(&r->jp, &desc);
+            else if (strcmp(k, "kind") == 0) {
+                rc = st_jp_string(&r->jp, &r->str);
+                kind = rc == 0 ? st_metric_kind_find(st_strbuf_cstr(&r->str)) : -1;
+                if (rc == 0 && kind < 0)
+                    rc = FAIL(r, "a metric of unknown kind \"%s\"", st_strbuf_cstr(&r->str));
+            } else
+                rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0 || m2 < 0) {
+            rc = -1;
+            break;
+        }
+        if (kind < 0 || name.len == 0) {
+            rc = FAIL(r, "a metric without %s", kind < 0 ? "a kind" : "a name");
+            break;
+        }
+        uint32_t id;
+        int added = st_profile_add_metric(r->p, st_strbuf_cstr(&name), st_strbuf_cstr(&unit),
+                                          st_strbuf_cstr(&desc), (st_metric_kind_t)kind, &id);
+        if (added == ST_ENOMEM)
+            rc = FAIL(r, "out of memory");
+        else if (added < 0)
+            rc = FAIL(r, "metric \"%s\": a name too long, registered with another kind, or "
+                         "more than %d metrics", st_strbuf_cstr(&name), ST_MCOLS_MAX);
+    }
+    if (name.failed || unit.failed || desc.failed)
+        rc = FAIL(r, "out of memory");
+    st_strbuf_free(&name);
+    st_strbuf_free(&unit);
+    st_strbuf_free(&desc);
+    return rc < 0 ? -1 : more;
+}
+
 static int read_functions(reader_t *r)
 {
     if (st_jp_arr_begin(&r->jp) < 0)
@@ -266,7 +436,7 @@ static int read_functions(reader_t *r)
 }
 
 /* One timer's statistics: {"sum":..,"self":..,"min":..,"max":..,"mean":..,"var":..} */
-static int read_accum(reader_t *r, st_accum_t *a, double *mean, double *var)
+static int read_accum(reader_t *r, st_tstat_t *a, double *mean, double *var)
 {
     if (st_jp_obj_begin(&r->jp) < 0)
         return -1;
@@ -302,26 +472,18 @@ static int read_accum(reader_t *r, st_accum_t *a, double *mean, double *var)
 }
 
 typedef struct {
-    st_calltree_t *t;
+    st_pathtab_t *t;
     uint32_t *fn;       /* node -> file function index (ST_LOC_NONE) */
     uint32_t capfn;
     st_u64map_t ids;    /* id -> node index, for files whose ids are not their positions */
     int dense;          /* so far every node's id equals its index */
 } nodes_ctx_t;
 
-static int grow_nodes(reader_t *r, nodes_ctx_t *c)
+static int grow_fn(reader_t *r, nodes_ctx_t *c)
 {
-    st_calltree_t *t = c->t;
-    if (t->nnodes == t->capnodes) {
-        if (t->capnodes >= ST_PROFILE_MAX_NODES)
-            return FAIL(r, "a thread with more than %u nodes", ST_PROFILE_MAX_NODES);
-        uint32_t cap = t->capnodes * 2;
-        st_node_t *n = realloc(t->nodes, (size_t)cap * sizeof *n);
-        if (!n)
-            return FAIL(r, "out of memory");
-        t->nodes = n;
-        t->capnodes = cap;
-    }
+    st_pathtab_t *t = c->t;
+    if (t->nnodes >= ST_PROFILE_MAX_NODES)
+        return FAIL(r, "a thread with more than %u nodes", ST_PROFILE_MAX_NODES);
     if (t->nnodes >= c->capfn) {
         uint32_t cap = c->capfn ? c->capfn * 2 : 64;
         while (cap <= t->nnodes)
@@ -335,23 +497,110 @@ static int grow_nodes(reader_t *r, nodes_ctx_t *c)
     return 0;
 }
 
+/* A gauge cell: {"n", "last", "min", "max"}. */
+static int read_gauge(reader_t *r, st_gauge_t *g)
+{
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc = strcmp(k, "n") == 0      ? st_jp_uint(&r->jp, ST_COUNT_MAX, &g->n)
+                 : strcmp(k, "last") == 0 ? st_jp_double(&r->jp, &g->last)
+                 : strcmp(k, "min") == 0  ? st_jp_double(&r->jp, &g->min)
+                 : strcmp(k, "max") == 0  ? st_jp_double(&r->jp, &g->max)
+                                          : st_jp_skip(&r->jp);
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
+/* The cell of metric `id` (its value follows). */
+static int read_cell(reader_t *r, cells_t *cl, uint32_t id)
+{
+    const st_metric_def_t *d = st_metrics_get(&r->p->metrics, id);
+    cl->have |= 1u << id;
+    switch (d->kind) {
+    case ST_METRIC_TIMER: {
+        st_tstat_t *a = &cl->timer[id];
+        a->min = UINT64_MAX;
+        int rc = read_accum(r, a, &cl->mean[id], &cl->var[id]);
+        if (a->min != UINT64_MAX)
+            cl->have_min |= 1u << id;
+        if (id == ST_TIMER_WALL || id == ST_TIMER_CPU)
+            r->timers_seen |= 1u << (id == ST_TIMER_WALL ? ST_COMP_WALL_CLOCK : ST_COMP_CPU_CLOCK);
+        return rc;
+    }
+    case ST_METRIC_GAUGE:
+        return read_gauge(r, &cl->gauge[id]);
+    default:
+        return st_jp_uint(&r->jp, ST_COUNT_MAX, &cl->u64[id]);
+    }
+}
+
+/* A node's "metrics" (format_version 2): {"name": cell, ...}. */
+static int read_cells(reader_t *r, cells_t *cl)
+{
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        uint32_t id = st_metrics_find(&r->p->metrics, st_strbuf_cstr(&r->key));
+        if (id == ST_METRIC_NONE)
+            return FAIL(r, "a node's metric \"%s\" is not in \"metrics\"",
+                        st_strbuf_cstr(&r->key));
+        if (read_cell(r, cl, id) < 0)
+            return -1;
+    }
+    return more;
+}
+
+/* Puts a node's cells into its columns. Every timer counts the node's calls (the
+ * wall timer's count is its calls), the wall and CPU timers even when the record
+ * has no times for them. */
+static void store_cells(st_pathtab_t *t, uint32_t idx, const st_metrics_t *reg, cells_t *cl)
+{
+    for (uint32_t id = 0; id < reg->n && id < t->cols.ncols; id++) {
+        const st_metric_def_t *d = &reg->defs[id];
+        int have = (cl->have >> id) & 1u;
+        if (d->kind == ST_METRIC_TIMER && (have || id < ST_NTIMERS)) {
+            st_tstat_t *a = &cl->timer[id];
+            if (!have)
+                st_tstat_init(a);
+            a->count = a->merged = cl->count;
+            if (cl->count == 0) {
+                a->min = UINT64_MAX;
+            } else {
+                if (!((cl->have_min >> id) & 1u))
+                    a->min = 0;
+                if (a->self > a->sum)
+                    a->self = a->sum;
+                a->mean = have ? cl->mean[id] : 0.0;
+                a->m2 = have ? cl->var[id] * (double)cl->count : 0.0;
+                a->merged_sum = a->sum;
+            }
+            st_mcols_timer(&t->cols, id)[idx] = *a;
+        } else if (have && d->kind == ST_METRIC_GAUGE) {
+            st_mcols_gauge(&t->cols, id)[idx] = cl->gauge[id];
+        } else if (have && d->kind != ST_METRIC_TIMER) {
+            st_mcols_u64(&t->cols, id)[idx] = cl->u64[id];
+        }
+    }
+}
+
 static int read_node(reader_t *r, nodes_ctx_t *c)
 {
-    st_calltree_t *t = c->t;
-    if (grow_nodes(r, c) < 0)
+    st_pathtab_t *t = c->t;
+    if (grow_fn(r, c) < 0)
         return -1;
     uint32_t idx = t->nnodes;
-    st_node_t n;
-    memset(&n, 0, sizeof n);
-    n.first_child = n.last_child = n.next_sibling = n.hint = ST_NODE_NONE;
-    for (int i = 0; i < ST_NTIMERS; i++)
-        n.acc[i].min = UINT64_MAX;
+    cells_t *cl = &r->cells;
+    memset(cl, 0, sizeof *cl);
     uint64_t id = 0;
     int64_t parent = -2;
     int have_id = 0, have_label = 0;
-    uint32_t fn = ST_LOC_NONE;
-    double mean[ST_NTIMERS] = {0, 0}, var[ST_NTIMERS] = {0, 0};
-    int have_min[ST_NTIMERS] = {0, 0};
+    uint32_t fn = ST_LOC_NONE, label = 0;
     if (st_jp_obj_begin(&r->jp) < 0)
         return -1;
     int more;
@@ -367,24 +616,19 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
         } else if (strcmp(k, "label") == 0) {
             rc = st_jp_string(&r->jp, &r->str);
             if (rc == 0 && st_intern_id(&r->p->labels, r->str.data ? r->str.data : "",
-                                        r->str.len, &n.label) < 0)
+                                        r->str.len, &label) < 0)
                 rc = FAIL(r, "out of memory");
             have_label = 1;
         } else if (strcmp(k, "count") == 0) {
-            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &n.count);
+            rc = st_jp_uint(&r->jp, ST_COUNT_MAX, &cl->count);
         } else if (strcmp(k, "function") == 0) {
             rc = st_jp_uint(&r->jp, UINT32_MAX - 1, &u);
             fn = (uint32_t)u;
+        } else if (strcmp(k, "metrics") == 0) {
+            rc = read_cells(r, cl);
         } else if (strcmp(k, "wall_clock") == 0 || strcmp(k, "cpu_clock") == 0) {
-            int timer = k[0] == 'w' ? ST_TIMER_WALL : ST_TIMER_CPU;
-            uint64_t before = n.acc[timer].min;
-            n.acc[timer].min = UINT64_MAX;
-            rc = read_accum(r, &n.acc[timer], &mean[timer], &var[timer]);
-            have_min[timer] = n.acc[timer].min != UINT64_MAX;
-            if (!have_min[timer])
-                n.acc[timer].min = before;
-            r->timers_seen |= 1u << (timer == ST_TIMER_WALL ? ST_COMP_WALL_CLOCK
-                                                             : ST_COMP_CPU_CLOCK);
+            /* format_version 1: the timers on the node itself */
+            rc = read_cell(r, cl, k[0] == 'w' ? ST_TIMER_WALL : ST_TIMER_CPU);
         } else {
             rc = st_jp_skip(&r->jp);
         }
@@ -400,10 +644,10 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
     uint32_t pidx = 0;
     if (parent >= 0) {
         if (c->dense)
-            pidx = (uint64_t)parent < idx && parent > 0 ? (uint32_t)parent : ST_NODE_NONE;
+            pidx = (uint64_t)parent < idx && parent > 0 ? (uint32_t)parent : ST_PATH_NONE;
         else
             pidx = st_u64map_get(&c->ids, (uint64_t)parent);
-        if (pidx == ST_NODE_NONE)
+        if (pidx == ST_PATH_NONE)
             return FAIL(r, "node %llu's parent %lld is not a node listed before it",
                         (unsigned long long)id, (long long)parent);
     }
@@ -421,32 +665,10 @@ static int read_node(reader_t *r, nodes_ctx_t *c)
         if (dup)
             return FAIL(r, "two nodes with id %llu", (unsigned long long)id);
     }
-    for (int i = 0; i < ST_NTIMERS; i++) {
-        st_accum_t *a = &n.acc[i];
-        if (n.count == 0) {
-            a->min = UINT64_MAX;
-            continue;
-        }
-        if (!have_min[i])
-            a->min = 0;
-        if (a->self > a->sum)
-            a->self = a->sum;
-        a->mean = mean[i];
-        a->m2 = var[i] * (double)n.count;
-        a->merged_sum = a->sum;
-    }
-    n.merged = n.count;
-    st_node_t *pn = &t->nodes[pidx];
-    n.parent = pidx;
-    n.depth = pn->depth + 1;
-    t->nodes[idx] = n;
-    if (pn->last_child == ST_NODE_NONE)
-        pn->first_child = idx;
-    else
-        t->nodes[pn->last_child].next_sibling = idx;
-    pn->last_child = idx;
+    if (st_pathtab_append(t, pidx, label) != idx)
+        return FAIL(r, "out of memory");
+    store_cells(t, idx, &r->p->metrics, cl);
     c->fn[idx] = fn;
-    t->nnodes++;
     return 0;
 }
 
@@ -463,7 +685,7 @@ static int read_thread(reader_t *r)
     nf[ti] = NULL;
     nodes_ctx_t c;
     memset(&c, 0, sizeof c);
-    c.t = &p->trees[ti];
+    c.t = &p->paths[ti];
     c.dense = 1;
     int have_index = 0, rc = 0;
     if (st_jp_obj_begin(&r->jp) < 0)
@@ -486,7 +708,7 @@ static int read_thread(reader_t *r)
             th->has_rank = 1;
             th->rank = (uint32_t)u;
         } else if (strcmp(k, "dropped_calls") == 0) {
-            rc = st_jp_uint(&r->jp, UINT64_MAX, &p->trees[ti].dropped);
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &p->paths[ti].dropped);
         } else if (strcmp(k, "nodes") == 0) {
             if (st_jp_arr_begin(&r->jp) < 0) {
                 rc = -1;
@@ -567,6 +789,12 @@ static int read_document(reader_t *r)
             rc = read_settings(r);
         } else if (strcmp(k, "components") == 0) {
             rc = read_components(r);
+        } else if (strcmp(k, "metrics") == 0) {
+            rc = read_metrics(r);
+        } else if (strcmp(k, "trace") == 0) {
+            rc = read_trace(r);
+        } else if (strcmp(k, "process_sampling") == 0) {
+            rc = read_sampling(r);
         } else if (strcmp(k, "functions") == 0) {
             rc = read_functions(r);
         } else if (strcmp(k, "threads") == 0) {
@@ -594,7 +822,7 @@ static int resolve_functions(reader_t *r)
     st_intern_init(&labels);
     for (size_t t = 0; t < p->nthreads; t++) {
         const uint32_t *fn = r->node_fn[t];
-        st_calltree_t *tree = &p->trees[t];
+        st_pathtab_t *tree = &p->paths[t];
         for (uint32_t i = 1; i < tree->nnodes; i++) {
             uint32_t loc = fn ? fn[i] : ST_LOC_NONE;
             if (loc != ST_LOC_NONE) {
@@ -612,6 +840,10 @@ static int resolve_functions(reader_t *r)
                 return ST_ENOMEM;
             }
             tree->nodes[i].label = id;
+        }
+        if (st_pathtab_reindex(tree) < 0) {
+            st_intern_free(&labels);
+            return ST_ENOMEM;
         }
     }
     st_intern_free(&p->labels);
@@ -634,7 +866,8 @@ int st_profile_parse(st_profile_t *p, const char *buf, size_t len, const char *n
     int got = len == 0 ? -3 : read_document(&r);
     if (got == -3) {
         rc = st_msg_set(msg, ST_EINVAL, "%s: empty file", name);
-    } else if (got == -2 || (got == 0 && r.have_version && r.version != 1)) {
+    } else if (got == -2 || (got == 0 && r.have_version &&
+                              (r.version < 1 || r.version > ST_PROFILE_FORMAT_VERSION))) {
         rc = check_version(&r, name, msg);
     } else if (got < 0) {
         rc = st_msg_set(msg, ST_EINVAL, "%s: not a valid profile.json: %s", name, r.jp.err);

@@ -33,48 +33,63 @@ static uint64_t scale(uint64_t ticks, double k, int *sat)
     return (uint64_t)ns;
 }
 
-/* Adds src (ticks scaled by k[]) into dst, both fully folded Welford states. */
-static void node_add(st_node_t *dst, const st_node_t *src, const double *k, unsigned timers,
-                     int *sat)
+/* Adds a timer cell src (ticks, scaled by k to ns) into dst (ns). */
+static void tstat_add_scaled(st_tstat_t *dst, const st_tstat_t *src, double k, int *sat)
 {
-    uint64_t na = dst->count, nb = src->count;
-    for (int i = 0; i < ST_NTIMERS; i++) {
-        if (!(timers & (1u << i)))
-            continue;
-        st_accum_t *a = &dst->acc[i];
-        const st_accum_t *b = &src->acc[i];
-        double mb, vb;
-        st_accum_stats(src, i, &mb, &vb);
-        mb *= k[i];
-        double m2b = vb * k[i] * k[i] * (double)nb;
-        uint64_t sum = scale(b->sum, k[i], sat);
-        uint64_t self = scale(b->self, k[i], sat);
-        if (nb) {
-            uint64_t mn = scale(b->min, k[i], sat);
-            uint64_t mx = scale(b->max, k[i], sat);
-            if (mn < a->min)
-                a->min = mn;
-            if (mx > a->max)
-                a->max = mx;
-            double N = (double)na + (double)nb;
-            double d = mb - a->mean;
-            a->mean += d * (double)nb / N;
-            a->m2 += m2b + d * d * (double)na * (double)nb / N;
-        }
-        /* saturate rather than wrap (sums read from files can be huge) */
-        a->sum = sat_add(a->sum, sum, sat);
-        a->self = sat_add(a->self, self, sat);
-        a->merged_sum = a->sum;
-        a->batch_sq = 0;
+    if (k == 1.0) {
+        st_tstat_merge(dst, src, sat);
+        return;
     }
-    dst->count = sat_add(na, nb, sat);
-    dst->merged = dst->count;
+    double mean, var;
+    st_tstat_stats(src, &mean, &var);
+    st_tstat_t ns;
+    st_tstat_init(&ns);
+    ns.count = ns.merged = src->count;
+    ns.sum = ns.merged_sum = scale(src->sum, k, sat);
+    ns.self = scale(src->self, k, sat);
+    if (src->count) {
+        ns.min = scale(src->min, k, sat);
+        ns.max = scale(src->max, k, sat);
+    }
+    ns.mean = mean * k;
+    ns.m2 = var * k * k * (double)src->count;
+    st_tstat_merge(dst, &ns, sat);
 }
 
 typedef struct {
     uint32_t *labels;   /* input label -> output label, UINT32_MAX unknown */
     uint32_t *locs;     /* input loc -> output loc */
+    uint32_t metric[ST_MCOLS_MAX]; /* input metric -> output metric, ST_METRIC_NONE: not merged */
+    double k[ST_MCOLS_MAX];        /* input timer units -> ns */
 } remap_t;
+
+/* dst += src, one cell of a metric of kind `kind` (timers scaled by k). */
+static void cell_add(const st_mcols_t *dst, uint32_t did, uint32_t dn, const st_mcols_t *src,
+                     uint32_t sid, uint32_t sn, st_metric_kind_t kind, double k, int *sat)
+{
+    switch (kind) {
+    case ST_METRIC_TIMER:
+        tstat_add_scaled(&st_mcols_timer(dst, did)[dn], &st_mcols_timer(src, sid)[sn], k, sat);
+        break;
+    case ST_METRIC_GAUGE: {
+        st_gauge_t *a = &st_mcols_gauge(dst, did)[dn];
+        const st_gauge_t *b = &st_mcols_gauge(src, sid)[sn];
+        if (b->n == 0)
+            break;
+        if (a->n == 0 || b->min < a->min)
+            a->min = b->min;
+        if (a->n == 0 || b->max > a->max)
+            a->max = b->max;
+        a->last = b->last;
+        a->n = sat_add(a->n, b->n, sat);
+        break;
+    }
+    default: {
+        uint64_t *a = &st_mcols_u64(dst, did)[dn];
+        *a = sat_add(*a, st_mcols_u64(src, sid)[sn], sat);
+    }
+    }
+}
 
 static int cmp_threads(const void *a, const void *b, const st_model_thread_t *th)
 {
@@ -96,12 +111,12 @@ static int sort_threads(st_profile_t *p)
     if (n < 2)
         return 0;
     size_t *idx = malloc((n + 1) * sizeof *idx);
-    st_calltree_t *trees = malloc((n + 1) * sizeof *trees);
+    st_pathtab_t *paths = malloc((n + 1) * sizeof *paths);
     st_model_thread_t *ths = malloc((n + 1) * sizeof *ths);
     char **names = malloc((n + 1) * sizeof *names);
-    if (!idx || !trees || !ths || !names) {
+    if (!idx || !paths || !ths || !names) {
         free(idx);
-        free(trees);
+        free(paths);
         free(ths);
         free(names);
         return ST_ENOMEM;
@@ -111,15 +126,15 @@ static int sort_threads(st_profile_t *p)
     sort_base = p->threads;
     qsort(idx, n, sizeof *idx, cmp_thread_idx);
     for (size_t i = 0; i < n; i++) {
-        trees[i] = p->trees[idx[i]];
+        paths[i] = p->paths[idx[i]];
         ths[i] = p->threads[idx[i]];
         names[i] = p->thread_names[idx[i]];
     }
-    memcpy(p->trees, trees, n * sizeof *trees);
+    memcpy(p->paths, paths, n * sizeof *paths);
     memcpy(p->threads, ths, n * sizeof *ths);
     memcpy(p->thread_names, names, n * sizeof *names);
     free(idx);
-    free(trees);
+    free(paths);
     free(ths);
     free(names);
     st_profile_sync(p);
@@ -127,7 +142,7 @@ static int sort_threads(st_profile_t *p)
 }
 
 static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_thread_t *th,
-                        remap_t *rm, unsigned timers, int flags, uint32_t *contrib,
+                        remap_t *rm, int flags, uint32_t *contrib,
                         uint32_t weight, int *sat)
 {
     int has_rank = th->has_rank && !(flags & ST_MERGE_SUM_RANKS);
@@ -142,19 +157,16 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
         st_profile_add_thread(out, th->index, th->tid, th->name, has_rank, rank) < 0)
         return ST_ENOMEM;
     contrib[ti] += weight;
-    st_calltree_t *dst = &out->trees[ti];
-    const st_calltree_t *src = th->tree;
+    st_pathtab_t *dst = &out->paths[ti];
+    const st_pathtab_t *src = th->paths;
     dst->dropped = sat_add(dst->dropped, src->dropped, sat);
     uint32_t *map = malloc((size_t)src->nnodes * sizeof *map);
     if (!map)
         return ST_ENOMEM;
     map[0] = 0;
-    double k[ST_NTIMERS];
-    for (int i = 0; i < ST_NTIMERS; i++)
-        k[i] = m->ns_per_tick[i];
     int rc = 0;
     for (uint32_t i = 1; i < src->nnodes; i++) {
-        const st_node_t *n = &src->nodes[i];
+        const st_path_t *n = &src->nodes[i];
         uint32_t l = n->label;
         if (rm->labels[l] == UINT32_MAX) {
             /* the function first: a label is its text and its function */
@@ -178,21 +190,104 @@ static int merge_thread(st_profile_t *out, const st_model_t *m, const st_model_t
                 break;
             }
         }
-        uint32_t parent = n->parent < i ? map[n->parent] : ST_NODE_NONE;
-        uint32_t c = parent == ST_NODE_NONE ? ST_NODE_NONE
-                                            : st_calltree_child(dst, parent, rm->labels[l]);
+        uint32_t parent = n->parent < i ? map[n->parent] : ST_PATH_NONE;
+        uint32_t c = parent == ST_PATH_NONE ? ST_PATH_NONE
+                                            : st_pathtab_child(dst, parent, rm->labels[l]);
         map[i] = c;
-        if (c == ST_NODE_NONE) {
+        if (c == ST_PATH_NONE) {
             if (dst->failed) {
                 rc = ST_ENOMEM;
                 break;
             }
             continue;
         }
-        node_add(&dst->nodes[c], n, k, timers, sat);
+        for (uint32_t j = 0; j < src->cols.ncols; j++)
+            if (rm->metric[j] != ST_METRIC_NONE)
+                cell_add(&dst->cols, rm->metric[j], c, &src->cols, j, i, src->cols.kinds[j],
+                         rm->k[j], sat);
     }
     free(map);
     return rc;
+}
+
+/* The sections only a run writes: the timelines' counts add up; each sampled
+ * metric, matched by name, keeps its range, with a mean weighted by the runs'
+ * samples; the sampling frequency and GPU note are the first input's that has
+ * them. Returns 0 or ST_ENOMEM. */
+static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
+{
+    st_model_t *om = &out->model;
+    if (m->has_trace) {
+        om->has_trace = 1;
+        om->trace_events = sat_add(om->trace_events, m->trace_events, sat);
+        om->trace_bytes = sat_add(om->trace_bytes, m->trace_bytes, sat);
+        om->trace_dropped = sat_add(om->trace_dropped, m->trace_dropped, sat);
+        om->trace_too_deep = sat_add(om->trace_too_deep, m->trace_too_deep, sat);
+        om->trace_write_s += m->trace_write_s;
+    }
+    if (m->nsampled == 0)
+        return 0;
+    double w0 = (double)om->nsamples, w1 = (double)m->nsamples;
+    for (size_t i = 0; i < m->nsampled; i++) {
+        const st_model_metric_t *x = &m->sampled[i];
+        size_t j = 0;
+        while (j < out->nsampled && strcmp(out->sampled[j].name, x->name) != 0)
+            j++;
+        if (j < out->nsampled) {
+            st_model_metric_t *o = &out->sampled[j];
+            if (w0 + w1 > 0)
+                o->mean += (x->mean - o->mean) * w1 / (w0 + w1);
+            o->min = x->min < o->min ? x->min : o->min;
+            o->max = x->max > o->max ? x->max : o->max;
+            continue;
+        }
+        st_model_metric_t *a = realloc(out->sampled, (out->nsampled + 1) * sizeof *a);
+        if (!a)
+            return ST_ENOMEM;
+        out->sampled = a;
+        char *name = strdup(x->name), *units = strdup(x->units ? x->units : "");
+        if (!name || !units) {
+            free(name);
+            free(units);
+            return ST_ENOMEM;
+        }
+        a[out->nsampled++] = (st_model_metric_t){name, units, x->min, x->mean, x->max};
+    }
+    om->nsamples = sat_add(om->nsamples, m->nsamples, sat);
+    om->sampler_cpu_s += m->sampler_cpu_s;
+    if (om->sampling_freq == 0)
+        om->sampling_freq = m->sampling_freq;
+    if (!out->gpu_note && m->gpu_note && !(out->gpu_note = strdup(m->gpu_note)))
+        return ST_ENOMEM;
+    st_profile_sync(out);
+    return 0;
+}
+
+/* The output metric of each input metric merged: those the input reports (the wall
+ * timer always: its count is the calls), found or registered by name; timers of
+ * the wall and CPU clocks in ns. A metric whose name the output has with another
+ * kind is not merged. */
+static int map_metrics(st_profile_t *out, const st_model_t *m, remap_t *rm)
+{
+    for (uint32_t j = 0; j < ST_MCOLS_MAX; j++) {
+        rm->metric[j] = ST_METRIC_NONE;
+        rm->k[j] = 1.0;
+    }
+    for (uint32_t j = 0; m->metrics && j < m->metrics->n && j < ST_MCOLS_MAX; j++) {
+        const st_metric_def_t *d = st_metrics_get(m->metrics, j);
+        if (j != ST_TIMER_WALL && !st_model_reports(m, j))
+            continue;
+        int clock = d->kind == ST_METRIC_TIMER && j < ST_NTIMERS;
+        int rc = st_profile_add_metric(out, d->name, clock ? "ns" : d->unit, d->desc, d->kind,
+                                       &rm->metric[j]);
+        if (rc == ST_ENOMEM)
+            return rc;
+        if (rc < 0)
+            rm->metric[j] = ST_METRIC_NONE;
+        if (clock)
+            rm->k[j] = m->ns_per_tick[j];
+    }
+    return 0;
 }
 
 int st_merge_begin(st_merger_t *mg, st_profile_t *out, int flags)
@@ -209,11 +304,6 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
     st_profile_t *out = mg->out;
     st_model_t *om = &out->model;
     mg->comps &= m->components;
-    unsigned timers = 0;
-    if (m->components & (1u << ST_COMP_WALL_CLOCK))
-        timers |= 1u << ST_TIMER_WALL;
-    if (m->components & (1u << ST_COMP_CPU_CLOCK))
-        timers |= 1u << ST_TIMER_CPU;
     if (mg->n == 0) {
         if (m->settings) {
             st_settings_free(&out->settings);
@@ -244,6 +334,8 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
     if (m->end_ns > om->end_ns)
         om->end_ns = m->end_ns;
     om->dropped = sat_add(om->dropped, m->dropped, &mg->saturated);
+    if (merge_run_sections(out, m, &mg->saturated) < 0)
+        return ST_ENOMEM;
     if (m->nruns > mg->maxruns_in)
         mg->maxruns_in = m->nruns;
     remap_t rm;
@@ -257,6 +349,7 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
     }
     memset(rm.labels, 0xff, nl * sizeof *rm.labels);
     memset(rm.locs, 0xff, nloc * sizeof *rm.locs);
+    rc = map_metrics(out, m, &rm);
     for (size_t t = 0; t < m->nthreads && rc == 0; t++) {
         if (out->nthreads + 1 > mg->capc) {
             size_t cap = mg->capc ? mg->capc * 2 : 16;
@@ -269,7 +362,7 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
             mg->contrib = c;
             mg->capc = cap;
         }
-        rc = merge_thread(out, m, &m->threads[t], &rm, timers, mg->flags, mg->contrib,
+        rc = merge_thread(out, m, &m->threads[t], &rm, mg->flags, mg->contrib,
                           m->nruns > 1 ? m->nruns : 1, &mg->saturated);
     }
 done:

@@ -12,7 +12,12 @@
  *
  * Labels and locations are matched by their text, so results from different
  * processes merge. Times are converted to nanoseconds. Inputs whose components
- * differ merge over the timers they all have.
+ * differ merge over the timers they all have. Every other metric an input reports
+ * is matched by name (registered in the output when new): counts, bytes and
+ * samples add up, gauges combine their readings (last: the later input's); a name
+ * the output has with another kind is not merged. The sections only a run writes
+ * are combined too: the timeline's counts add up, and each process-sampling
+ * summary keeps its range, with a mean weighted by the runs' samples.
  *
  * Counts and time sums never wrap: a sum that would pass ST_COUNT_MAX (2^63 - 1,
  * the largest integer profile.json holds) stays there, and the merger's

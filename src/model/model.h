@@ -1,19 +1,30 @@
 /* What the writers read: the finished profile of a run, independent of any
  * collector. The session builds it from its threads once recording has stopped;
- * tests build it from hand-made trees. Nothing here is owned by the model. */
+ * tests build it from hand-made path tables. Nothing here is owned by the model.
+ *
+ * Design note. A thread is a path table (core/pathtab.h): the shape of its calls,
+ * and a metric column per entry of the model's registry (`metrics`) holding the
+ * values. Metric 0 is always the wall timer (ST_TIMER_WALL), whose count is the
+ * node's calls whatever components were chosen; metric 1 is the CPU timer
+ * (ST_TIMER_CPU) when the cpu_clock component was chosen. A timer's cells are in
+ * ticks; ns_per_tick[timer] converts them. Other metrics (allocations, samples)
+ * follow, each named by the registry. Writers walk a table with st_walk
+ * (model/walk.h) and read cells with the accessors below. */
 #ifndef STRATA_MODEL_MODEL_H
 #define STRATA_MODEL_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/calltree.h"
+#include "core/components.h"
 #include "core/intern.h"
 #include "core/loctab.h"
+#include "core/metrics.h"
+#include "core/pathtab.h"
 #include "core/settings.h"
 
 typedef struct {
-    const st_calltree_t *tree;
+    const st_pathtab_t *paths; /* its call paths and their metric columns */
     uint32_t index;         /* |N>>> in the tables */
     uint64_t tid;           /* the kernel's thread id */
     const char *name;       /* e.g. "MainThread" */
@@ -25,7 +36,8 @@ typedef struct {
     const st_intern_t *labels;
     const st_model_thread_t *threads;
     size_t nthreads;
-    double ns_per_tick[ST_NTIMERS]; /* converts each timer's ticks to ns */
+    const st_metrics_t *metrics;    /* names each column of the threads' tables */
+    double ns_per_tick[ST_NTIMERS]; /* converts each timer's ticks to ns (by metric id) */
     const st_settings_t *settings;
     unsigned components;    /* bit (1 << st_component_t) for each component chosen */
     /* metadata for profile.json */
@@ -43,9 +55,9 @@ typedef struct {
     uint32_t rank;
     uint32_t nranks;            /* ranks merged into this model (0: not a merge of ranks) */
     uint32_t nruns;             /* runs summed into this model (0 or 1: one run) */
-    /* process sampling (nmetrics 0: none) */
-    const struct st_model_metric *metrics;
-    size_t nmetrics;
+    /* process sampling (nsampled 0: none) */
+    const struct st_model_metric *sampled;
+    size_t nsampled;
     double sampling_freq;       /* samples per second asked for */
     uint64_t nsamples;
     double sampler_cpu_s;       /* what the sampler thread itself cost */
@@ -62,5 +74,51 @@ typedef struct st_model_metric {
     const char *units;
     double min, mean, max;
 } st_model_metric_t;
+
+/* The calls of a node: the count of the wall timer's cell. */
+static inline uint64_t st_model_calls(const st_model_thread_t *th, uint32_t node)
+{
+    return st_mcols_timer(&th->paths->cols, ST_TIMER_WALL)[node].count;
+}
+
+/* A timer's cell of a node (timer: ST_TIMER_WALL or ST_TIMER_CPU, present). */
+static inline const st_tstat_t *st_model_tstat(const st_model_thread_t *th, int timer,
+                                               uint32_t node)
+{
+    return &st_mcols_timer(&th->paths->cols, (uint32_t)timer)[node];
+}
+
+/* 1 when metric `id` of m's registry holds what the profile reports: the wall and
+ * CPU timers when their components were chosen (the wall timer's column holds the
+ * calls in any case), any other timer, and a count, bytes, samples or gauge metric
+ * that holds a value somewhere (a registry lists what could be measured: a metric
+ * nothing was recorded in is left out). Scans the columns of such a metric: callers
+ * that ask per node ask once per write. */
+int st_model_reports(const st_model_t *m, uint32_t id);
+
+/* The primary timer of a model: ST_TIMER_WALL, ST_TIMER_CPU or -1 (counts only). */
+int st_model_timer(const st_model_t *m);
+
+/* What the flame-graph writers weigh nodes by: the primary timer, else the first
+ * samples metric the model reports (a sampled profile), else ST_METRIC_NONE: the
+ * calls. */
+uint32_t st_model_weight(const st_model_t *m);
+
+/* Per-node values of `metric` over one thread, as doubles: self (the node's own
+ * cell) and inclusive (the node with everything under it). A timer of the wall or
+ * CPU clock is in ns (its sum is the inclusive value), another timer in its own
+ * unit; a count, bytes or samples metric adds its cells up the tree; metric
+ * ST_METRIC_NONE is the calls, added up the same way. Arrays of one double per
+ * node of th->paths (the root's 0), the caller's to free. Returns 0, ST_ENOMEM, or
+ * ST_EINVAL (a gauge, or a metric the thread has no column for). */
+int st_model_values(const st_model_t *m, const st_model_thread_t *th, uint32_t metric,
+                    double **incl, double **self);
+
+/* The distinct MPI ranks of m's threads, sorted, *n of them (malloc'd: free); NULL
+ * when out of memory. */
+uint32_t *st_model_ranks(const st_model_t *m, uint32_t *n);
+
+/* The number of distinct MPI ranks among m's threads (0 when out of memory). */
+uint32_t st_model_count_ranks(const st_model_t *m);
 
 #endif

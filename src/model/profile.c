@@ -1,5 +1,6 @@
 #include "model/profile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,8 +9,17 @@ int st_profile_init(st_profile_t *p)
     memset(p, 0, sizeof *p);
     st_intern_init(&p->labels);
     st_loctab_init(&p->locs);
-    if (st_settings_init(&p->settings) < 0)
+    st_metrics_init(&p->metrics);
+    const st_component_info_t *wall = st_component_info(ST_COMP_WALL_CLOCK);
+    const st_component_info_t *cpu = st_component_info(ST_COMP_CPU_CLOCK);
+    uint32_t id;
+    if (st_metrics_add(&p->metrics, wall->name, "ns", wall->description, ST_METRIC_TIMER,
+                       &id) < 0 ||
+        st_metrics_add(&p->metrics, cpu->name, "ns", cpu->description, ST_METRIC_TIMER, &id) < 0 ||
+        st_settings_init(&p->settings) < 0) {
+        st_metrics_free(&p->metrics);
         return ST_ENOMEM;
+    }
     p->have_settings = 1;
     st_profile_sync(p);
     return 0;
@@ -18,15 +28,22 @@ int st_profile_init(st_profile_t *p)
 void st_profile_free(st_profile_t *p)
 {
     for (size_t i = 0; i < p->nthreads; i++) {
-        st_calltree_free(&p->trees[i]);
+        st_pathtab_free(&p->paths[i]);
         free(p->thread_names[i]);
     }
-    free(p->trees);
+    free(p->paths);
+    st_metrics_free(&p->metrics);
     free(p->threads);
     free(p->thread_names);
     for (size_t i = 0; i < p->ncommand; i++)
         free(p->command[i]);
     free(p->command);
+    for (size_t i = 0; i < p->nsampled; i++) {
+        free((char *)p->sampled[i].name);
+        free((char *)p->sampled[i].units);
+    }
+    free(p->sampled);
+    free(p->gpu_note);
     free(p->python_version);
     free(p->clock_name);
     free(p->host);
@@ -37,16 +54,33 @@ void st_profile_free(st_profile_t *p)
     memset(p, 0, sizeof *p);
 }
 
+int st_profile_add_metric(st_profile_t *p, const char *name, const char *unit, const char *desc,
+                          st_metric_kind_t kind, uint32_t *id)
+{
+    int rc = st_metrics_add(&p->metrics, name, unit, desc, kind, id);
+    if (rc == 0) { /* a metric found takes the unit and description given */
+        st_metric_def_t *d = &p->metrics.defs[*id];
+        if (unit)
+            snprintf(d->unit, sizeof d->unit, "%s", unit);
+        if (desc)
+            snprintf(d->desc, sizeof d->desc, "%s", desc);
+    }
+    for (size_t i = 0; i < p->nthreads && rc == 0; i++)
+        rc = st_mcols_sync(&p->paths[i].cols, &p->metrics);
+    return rc;
+}
+
 void st_profile_sync(st_profile_t *p)
 {
     st_model_t *m = &p->model;
     for (size_t i = 0; i < p->nthreads; i++) {
-        p->threads[i].tree = &p->trees[i];
+        p->threads[i].paths = &p->paths[i];
         p->threads[i].name = p->thread_names[i];
     }
     m->labels = &p->labels;
     m->threads = p->threads;
     m->nthreads = p->nthreads;
+    m->metrics = &p->metrics;
     m->ns_per_tick[0] = m->ns_per_tick[1] = 1.0;
     m->settings = &p->settings;
     m->command = (const char *const *)p->command;
@@ -55,6 +89,9 @@ void st_profile_sync(st_profile_t *p)
     m->clock_name = p->clock_name;
     m->host = p->host;
     m->locs = p->locs.nlocs ? &p->locs : NULL;
+    m->sampled = p->sampled;
+    m->nsampled = p->nsampled;
+    m->gpu_note = p->gpu_note;
 }
 
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
@@ -62,10 +99,10 @@ long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const 
 {
     if (p->nthreads == p->capthreads) {
         size_t cap = p->capthreads ? p->capthreads * 2 : 4;
-        st_calltree_t *t = realloc(p->trees, cap * sizeof *t);
+        st_pathtab_t *t = realloc(p->paths, cap * sizeof *t);
         if (!t)
             return -1;
-        p->trees = t;
+        p->paths = t;
         st_model_thread_t *th = realloc(p->threads, cap * sizeof *th);
         if (!th)
             return -1;
@@ -80,7 +117,7 @@ long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const 
     char *copy = strdup(name ? name : "");
     if (!copy)
         return -1;
-    if (st_calltree_init(&p->trees[i], 0) < 0) {
+    if (st_pathtab_init(&p->paths[i], &p->metrics, 0) < 0) {
         free(copy);
         return -1;
     }

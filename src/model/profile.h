@@ -1,15 +1,18 @@
 /* A profile that owns what its model points to: what the profile.json reader
  * fills and what a merge produces. Its `model` is the st_model_t the writers read,
- * kept pointing into the profile by st_profile_sync. */
+ * kept pointing into the profile by st_profile_sync. Its values are in ns: the
+ * registry holds the two timers, wall_clock (metric ST_TIMER_WALL) and cpu_clock
+ * (ST_TIMER_CPU), in ns, and each thread a path table with their columns. */
 #ifndef STRATA_MODEL_PROFILE_H
 #define STRATA_MODEL_PROFILE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/calltree.h"
 #include "core/intern.h"
 #include "core/loctab.h"
+#include "core/metrics.h"
+#include "core/pathtab.h"
 #include "core/settings.h"
 #include "model/model.h"
 
@@ -17,13 +20,17 @@ typedef struct {
     st_intern_t labels;
     st_loctab_t locs;
     st_settings_t settings;
-    st_calltree_t *trees;
+    st_metrics_t metrics;   /* names the columns of every thread's table */
+    st_pathtab_t *paths;
     st_model_thread_t *threads;
     char **thread_names;
     size_t nthreads, capthreads;
     char **command;
     size_t ncommand;
     char *python_version, *clock_name, *host;
+    st_model_metric_t *sampled;   /* process sampling summaries; names and units owned */
+    size_t nsampled;
+    char *gpu_note;
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;
@@ -32,10 +39,18 @@ typedef struct {
 int st_profile_init(st_profile_t *p);
 void st_profile_free(st_profile_t *p);
 
-/* Adds an empty thread (tree with only a root) and returns its index, or -1. The
- * name is copied. */
+/* Adds an empty thread (a path table with only a root) and returns its index, or
+ * -1. The name is copied. */
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
                            int has_rank, uint32_t rank);
+
+/* Registers a metric (or finds it: same name and kind, and then takes the unit
+ * and description given, where not NULL) and gives every thread a column for it.
+ * The wall and CPU timers are registered by st_profile_init as metrics
+ * ST_TIMER_WALL and ST_TIMER_CPU. Returns 0 and sets *id, ST_ENOMEM, or ST_EINVAL
+ * (st_metrics_add's reasons). */
+int st_profile_add_metric(st_profile_t *p, const char *name, const char *unit, const char *desc,
+                          st_metric_kind_t kind, uint32_t *id);
 
 /* Points p->model at the profile's current contents (after adding threads). */
 void st_profile_sync(st_profile_t *p);

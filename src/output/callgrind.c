@@ -15,6 +15,17 @@ static void put_name(st_strbuf_t *out, const char *s)
         st_strbuf_putc(out, (unsigned char)*s < 0x20 ? ' ' : *s);
 }
 
+/* An event name is an identifier: other characters become '_'. */
+static void put_event_name(st_strbuf_t *out, const char *s)
+{
+    for (; *s; s++) {
+        char c = *s;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                 (c >= '0' && c <= '9');
+        st_strbuf_putc(out, ok ? c : '_');
+    }
+}
+
 static const char *fn_file(const st_model_t *m, const st_fnode_t *f)
 {
     if (f->loc == ST_LOC_NONE)
@@ -54,20 +65,23 @@ int st_callgrind_write(st_strbuf_t *out, const st_model_t *m)
     int rc = st_fgraph_build(&g, m, -1);
     if (rc < 0)
         return rc;
-    /* a second timer, when both were measured */
-    int second = g.timer == ST_TIMER_WALL && (m->components & (1u << ST_COMP_CPU_CLOCK))
-                     ? ST_TIMER_CPU
-                     : -1;
-    st_fgraph_t g2;
-    memset(&g2, 0, sizeof g2);
-    if (second >= 0) {
-        /* the same graph over the cpu timer: fold again with that timer */
-        st_model_t mc = *m;
-        mc.components &= ~(1u << ST_COMP_WALL_CLOCK);
-        if (st_fgraph_build(&g2, &mc, -1) < 0 || g2.nfns != g.nfns || g2.nedges != g.nedges) {
-            st_fgraph_free(&g2);
-            second = -1;
-        }
+    /* More events: the CPU timer when both clocks were measured, then every count,
+     * bytes or samples metric the model reports, each the same graph folded over
+     * it (one that cannot be made is left out). */
+    st_fgraph_t ex[ST_MCOLS_MAX];
+    uint32_t nex = 0;
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n && nex < ST_MCOLS_MAX; id++) {
+        st_metric_kind_t kind = m->metrics->defs[id].kind;
+        int cpu = id == ST_TIMER_CPU && kind == ST_METRIC_TIMER && g.timer == ST_TIMER_WALL;
+        if (!st_model_reports(m, id) ||
+            (!cpu && (kind == ST_METRIC_TIMER || kind == ST_METRIC_GAUGE)))
+            continue;
+        if (st_fgraph_build_metric(&ex[nex], m, -1, id) < 0)
+            continue;
+        if (ex[nex].nfns != g.nfns || ex[nex].nedges != g.nedges)
+            st_fgraph_free(&ex[nex]);
+        else
+            nex++;
     }
     /* file ids: the location's file string; one more for "???" */
     uint32_t nstr = m->locs ? m->locs->strings.count : 0;
@@ -119,19 +133,36 @@ int st_callgrind_write(st_strbuf_t *out, const st_model_t *m)
     if (g.timer >= 0)
         st_strbuf_printf(out, "event: %s : %s time (ns)\n", ev1,
                          g.timer == ST_TIMER_WALL ? "Wall-clock" : "CPU");
-    if (second >= 0)
-        st_strbuf_puts(out, "event: cpu_clock : CPU time (ns)\n");
-    st_strbuf_printf(out, "events: %s%s\n", ev1, second >= 0 ? " cpu_clock" : "");
-    double total = 0, total2 = 0;
-    for (uint32_t f = 0; f < g.nfns; f++) {
-        total += g.timer >= 0 ? g.fns[f].tt : (double)g.fns[f].nc;
-        if (second >= 0)
-            total2 += g2.fns[f].tt;
+    for (uint32_t x = 0; x < nex; x++) {
+        if (ex[x].metric == ST_TIMER_CPU) {
+            st_strbuf_puts(out, "event: cpu_clock : CPU time (ns)\n");
+            continue;
+        }
+        const st_metric_def_t *d = st_metrics_get(m->metrics, ex[x].metric);
+        st_strbuf_puts(out, "event: ");
+        put_event_name(out, d->name);
+        st_strbuf_puts(out, " : ");
+        put_name(out, *d->desc ? d->desc : d->name);
+        st_strbuf_puts(out, " (");
+        put_name(out, d->unit);
+        st_strbuf_puts(out, ")\n");
     }
-    if (second >= 0)
-        st_strbuf_printf(out, "summary: %.0f %.0f\n\n", total, total2);
-    else
-        st_strbuf_printf(out, "summary: %.0f\n\n", total);
+    st_strbuf_printf(out, "events: %s", ev1);
+    for (uint32_t x = 0; x < nex; x++) {
+        st_strbuf_putc(out, ' ');
+        put_event_name(out, st_metrics_get(m->metrics, ex[x].metric)->name);
+    }
+    double total = 0;
+    for (uint32_t f = 0; f < g.nfns; f++)
+        total += g.timer >= 0 ? g.fns[f].tt : (double)g.fns[f].nc;
+    st_strbuf_printf(out, "\nsummary: %.0f", total);
+    for (uint32_t x = 0; x < nex; x++) {
+        double t = 0;
+        for (uint32_t f = 0; f < g.nfns; f++)
+            t += ex[x].fns[f].tt;
+        st_strbuf_printf(out, " %.0f", t);
+    }
+    st_strbuf_puts(out, "\n\n");
     st_strbuf_t name;
     st_strbuf_init(&name);
     for (uint32_t f = 0; f < g.nfns; f++) {
@@ -142,8 +173,8 @@ int st_callgrind_write(st_strbuf_t *out, const st_model_t *m)
         put_ref(out, "fn", f, fn_named, st_strbuf_cstr(&name));
         double self = g.timer >= 0 ? fn->tt : (double)fn->nc;
         st_strbuf_printf(out, "%d %.0f", fn_line(m, fn), floor(self + 0.5));
-        if (second >= 0)
-            st_strbuf_printf(out, " %.0f", floor(g2.fns[f].tt + 0.5));
+        for (uint32_t x = 0; x < nex; x++)
+            st_strbuf_printf(out, " %.0f", floor(ex[x].fns[f].tt + 0.5));
         st_strbuf_putc(out, '\n');
         for (uint32_t i = start[f]; i < start[f + 1]; i++) {
             const st_fedge_t *e = &g.edges[order[i]];
@@ -156,8 +187,8 @@ int st_callgrind_write(st_strbuf_t *out, const st_model_t *m)
                              fn_line(m, callee));
             double incl = g.timer >= 0 ? e->ct : (double)e->nc;
             st_strbuf_printf(out, "%d %.0f", fn_line(m, fn), floor(incl + 0.5));
-            if (second >= 0)
-                st_strbuf_printf(out, " %.0f", floor(g2.edges[order[i]].ct + 0.5));
+            for (uint32_t x = 0; x < nex; x++)
+                st_strbuf_printf(out, " %.0f", floor(ex[x].edges[order[i]].ct + 0.5));
             st_strbuf_putc(out, '\n');
         }
         st_strbuf_putc(out, '\n');
@@ -172,7 +203,8 @@ done:
     free(file_named);
     free(fn_named);
     st_fgraph_free(&g);
-    st_fgraph_free(&g2);
+    for (uint32_t x = 0; x < nex; x++)
+        st_fgraph_free(&ex[x]);
     if (rc == 0 && out->failed)
         rc = ST_ENOMEM;
     return rc;

@@ -3,20 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/components.h"
 #include "base/err.h"
 #include "base/strbuf.h"
+#include "model/walk.h"
 
 #define NONE UINT32_MAX
-
-int st_model_timer(const st_model_t *m)
-{
-    if (m->components & (1u << ST_COMP_WALL_CLOCK))
-        return ST_TIMER_WALL;
-    if (m->components & (1u << ST_COMP_CPU_CLOCK))
-        return ST_TIMER_CPU;
-    return -1;
-}
 
 void st_fgraph_free(st_fgraph_t *g)
 {
@@ -90,21 +81,25 @@ static uint32_t edge_for(st_fgraph_t *g, uint32_t caller, uint32_t callee)
 
 /* Folds one tree. fnof/eof: per-node scratch (function, edge); active counts per
  * function and edge on the current path. */
-static int fold_tree(st_fgraph_t *g, const st_model_t *m, const st_calltree_t *t,
+static int fold_tree(st_fgraph_t *g, const st_model_t *m, const st_model_thread_t *th,
                      uint32_t **active_fn, uint32_t *capa_fn, uint32_t **active_e,
                      uint32_t *capa_e)
 {
-    double k = g->timer >= 0 ? m->ns_per_tick[g->timer] : 0.0;
+    const st_pathtab_t *t = th->paths;
     uint32_t *fnof = malloc((size_t)t->nnodes * sizeof *fnof);
     uint32_t *eof = malloc((size_t)t->nnodes * sizeof *eof);
+    double *incl = NULL, *own = NULL;
     int rc = 0;
     if (!fnof || !eof) {
         rc = ST_ENOMEM;
         goto done;
     }
+    /* a profile that only counted calls has no times: tt and ct stay 0 */
+    if (g->metric != ST_METRIC_NONE && (rc = st_model_values(m, th, g->metric, &incl, &own)) < 0)
+        goto done;
     /* functions and edges, in node order (a parent before its children) */
     for (uint32_t i = 1; i < t->nnodes; i++) {
-        const st_node_t *n = &t->nodes[i];
+        const st_path_t *n = &t->nodes[i];
         fnof[i] = fn_for(g, m, n->label);
         if (fnof[i] == NONE) {
             rc = ST_ENOMEM;
@@ -141,56 +136,55 @@ static int fold_tree(st_fgraph_t *g, const st_model_t *m, const st_calltree_t *t
     }
     uint32_t *afn = *active_fn, *ae = *active_e;
     /* depth-first: enter a node, leave it after its subtree */
-    uint32_t n = t->nodes[0].first_child;
-    while (n != NONE) {
-        const st_node_t *nd = &t->nodes[n];
-        double sum = g->timer >= 0 ? (double)nd->acc[g->timer].sum * k : 0.0;
-        double self = g->timer >= 0 ? (double)nd->acc[g->timer].self * k : 0.0;
+    st_walk_t w;
+    st_walk_begin(&w, t, 0);
+    while (st_walk_next(&w)) {
+        uint32_t n = w.node;
+        if (w.leave) {
+            afn[fnof[n]]--;
+            if (eof[n] != NONE)
+                ae[eof[n]]--;
+            continue;
+        }
+        uint64_t calls = st_model_calls(th, n);
+        double sum = incl ? incl[n] : 0.0;
+        double self = own ? own[n] : 0.0;
         st_fnode_t *f = &g->fns[fnof[n]];
-        f->nc += nd->count;
+        f->nc += calls;
         f->tt += self;
         if (afn[fnof[n]]++ == 0) {
-            f->cc += nd->count;
+            f->cc += calls;
             f->ct += sum;
         }
         if (eof[n] != NONE) {
             st_fedge_t *e = &g->edges[eof[n]];
-            e->nc += nd->count;
+            e->nc += calls;
             e->tt += self;
             if (ae[eof[n]]++ == 0) {
-                e->cc += nd->count;
+                e->cc += calls;
                 e->ct += sum;
-            }
-        }
-        if (nd->first_child != NONE) {
-            n = nd->first_child;
-            continue;
-        }
-        for (;;) {
-            afn[fnof[n]]--;
-            if (eof[n] != NONE)
-                ae[eof[n]]--;
-            if (t->nodes[n].next_sibling != NONE) {
-                n = t->nodes[n].next_sibling;
-                break;
-            }
-            n = t->nodes[n].parent;
-            if (n == 0 || n == NONE) {
-                n = NONE;
-                break;
             }
         }
     }
 done:
     free(fnof);
     free(eof);
+    free(incl);
+    free(own);
     return rc;
 }
 
 int st_fgraph_build(st_fgraph_t *g, const st_model_t *m, long rank)
 {
+    int timer = st_model_timer(m);
+    return st_fgraph_build_metric(g, m, rank, timer >= 0 ? (uint32_t)timer : ST_METRIC_NONE);
+}
+
+int st_fgraph_build_metric(st_fgraph_t *g, const st_model_t *m, long rank, uint32_t metric)
+{
     memset(g, 0, sizeof *g);
     g->timer = st_model_timer(m);
+    g->metric = metric;
     g->nkeys = (m->locs ? m->locs->nlocs : 0) + (size_t)m->labels->count + 1;
     g->fn_of_key = malloc(g->nkeys * sizeof *g->fn_of_key);
     if (!g->fn_of_key)
@@ -202,7 +196,7 @@ int st_fgraph_build(st_fgraph_t *g, const st_model_t *m, long rank)
         const st_model_thread_t *th = &m->threads[i];
         if (rank >= 0 && (!th->has_rank || th->rank != (uint32_t)rank))
             continue;
-        rc = fold_tree(g, m, th->tree, &afn, &capfn, &ae, &cape);
+        rc = fold_tree(g, m, th, &afn, &capfn, &ae, &cape);
     }
     free(afn);
     free(ae);
@@ -319,34 +313,8 @@ void st_fgraph_name(const st_fgraph_t *g, const st_model_t *m, uint32_t fn, int 
     st_strbuf_puts(out, name);
 }
 
-int st_tree_values(const st_model_t *m, const st_calltree_t *t, double **incl, double **self)
+int st_tree_values(const st_model_t *m, const st_model_thread_t *th, double **incl,
+                   double **self)
 {
-    int timer = st_model_timer(m);
-    double *in = malloc((size_t)t->nnodes * sizeof *in);
-    double *se = malloc((size_t)t->nnodes * sizeof *se);
-    if (!in || !se) {
-        free(in);
-        free(se);
-        return ST_ENOMEM;
-    }
-    in[0] = se[0] = 0.0;
-    if (timer >= 0) {
-        double k = m->ns_per_tick[timer];
-        for (uint32_t i = 1; i < t->nnodes; i++) {
-            in[i] = (double)t->nodes[i].acc[timer].sum * k;
-            se[i] = (double)t->nodes[i].acc[timer].self * k;
-        }
-    } else {
-        for (uint32_t i = 1; i < t->nnodes; i++)
-            in[i] = se[i] = (double)t->nodes[i].count;
-        /* children come after their parent: add each subtree upwards, last first */
-        for (uint32_t i = t->nnodes - 1; i >= 1; i--) {
-            uint32_t p = t->nodes[i].parent;
-            if (p != 0 && p < i)
-                in[p] += in[i];
-        }
-    }
-    *incl = in;
-    *self = se;
-    return 0;
+    return st_model_values(m, th, st_model_weight(m), incl, self);
 }

@@ -14,7 +14,10 @@
  *
  * Times are in nanoseconds of the model's primary timer (wall_clock if measured,
  * else cpu_clock); a profile that only counted calls has no times (timer -1) and
- * the writers weigh by calls instead (st_tree_values). */
+ * the writers weigh by calls instead (st_tree_values). A graph can also be built
+ * over another metric (st_fgraph_build_metric): tt and ct are then its own and
+ * inclusive values (a second timer, allocated bytes, samples), counted as times
+ * are, recursion once. */
 #ifndef STRATA_OUTPUT_FGRAPH_H
 #define STRATA_OUTPUT_FGRAPH_H
 
@@ -48,17 +51,20 @@ typedef struct {
     uint8_t *long_name;       /* per function: 1 when even module.qualname:line is not
                                * unique (st_fgraph_name then gives the file's path) */
     st_u64map_t emap;         /* (caller << 32 | callee) -> edge */
-    int timer;                /* calltree timer used, -1: counts only */
+    int timer;                /* the model's primary timer (st_model_timer), -1: none */
+    uint32_t metric;          /* what tt and ct measure; ST_METRIC_NONE: nothing
+                               * (counts only: tt and ct are 0) */
     double total_tt;          /* sum of every function's tt */
     double max_ct;            /* largest ct */
 } st_fgraph_t;
 
-/* The primary timer of a model: ST_TIMER_WALL, ST_TIMER_CPU or -1. */
-int st_model_timer(const st_model_t *m);
-
 /* Folds the threads of m (only those of MPI rank `rank` when rank >= 0) into g
  * (uninitialised). Returns 0 or ST_ENOMEM. */
 int st_fgraph_build(st_fgraph_t *g, const st_model_t *m, long rank);
+
+/* The same over metric `metric` (a timer, count, bytes or samples metric of the
+ * model; ST_METRIC_NONE: none). Returns 0, ST_ENOMEM or ST_EINVAL (a gauge). */
+int st_fgraph_build_metric(st_fgraph_t *g, const st_model_t *m, long rank, uint32_t metric);
 void st_fgraph_free(st_fgraph_t *g);
 
 /* The function of a node's label (an index into g->fns), or UINT32_MAX. */
@@ -76,10 +82,12 @@ uint32_t st_fgraph_fn_of(const st_fgraph_t *g, const st_model_t *m, uint32_t lab
 void st_fgraph_name(const st_fgraph_t *g, const st_model_t *m, uint32_t fn, int qualified,
                     st_strbuf_t *out);
 
-/* Per-node values of one tree for the flame-graph writers: inclusive and self
- * weight, in ns of the primary timer, or in calls when the profile has no timer
- * (inclusive = the node's calls plus its descendants'). Arrays of t->nnodes
- * doubles, owned by the caller (free). Returns 0 or ST_ENOMEM. */
-int st_tree_values(const st_model_t *m, const st_calltree_t *t, double **incl, double **self);
+/* Per-node values of one thread for the flame-graph writers (st_model_values of
+ * st_model_weight): inclusive and self weight, in ns of the primary timer, else in
+ * stack samples when the profile has them, else in calls (inclusive = the node's
+ * calls plus its descendants'). Arrays of one double per node of th->paths, owned
+ * by the caller (free). Returns 0 or ST_ENOMEM. */
+int st_tree_values(const st_model_t *m, const st_model_thread_t *th, double **incl,
+                   double **self);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "base/err.h"
 #include "model/names.h"
+#include "model/walk.h"
 #include "output/fgraph.h"
 
 static void put_frame(st_strbuf_t *out, const char *s)
@@ -41,9 +42,9 @@ int st_folded_write(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_init(&title);
     st_strbuf_init(&name);
     for (size_t ti = 0; ti < m->nthreads && rc == 0; ti++) {
-        const st_calltree_t *t = m->threads[ti].tree;
+        const st_pathtab_t *t = m->threads[ti].paths;
         double *incl, *self;
-        if (st_tree_values(m, t, &incl, &self) < 0)
+        if (st_tree_values(m, &m->threads[ti], &incl, &self) < 0)
             return ST_ENOMEM;
         /* prefix length of each node's path in `path`, to cut back on the way up */
         size_t *mark = malloc((size_t)t->nnodes * sizeof *mark);
@@ -58,37 +59,29 @@ int st_folded_write(st_strbuf_t *out, const st_model_t *m)
         st_strbuf_reset(&title);
         st_thread_title(&title, &m->threads[ti]);
         put_frame(&path, st_strbuf_cstr(&title));
-        uint32_t n = t->nodes[0].first_child;
-        while (n != ST_NODE_NONE) {
-            const st_node_t *nd = &t->nodes[n];
+        st_walk_t w;
+        st_walk_begin(&w, t, 0);
+        while (st_walk_next(&w)) {
+            uint32_t n = w.node;
+            const st_path_t *nd = &t->nodes[n];
+            if (w.leave) {
+                path.len = mark[n];
+                continue;
+            }
             mark[n] = path.len;
             st_strbuf_putc(&path, ';');
             st_strbuf_reset(&name);
             st_name_unique(m, nd->label, &name);
             put_frame(&path, st_strbuf_cstr(&name));
             put_line(out, &path, self[n]);
-            if (nd->first_child != ST_NODE_NONE && nd->depth + 1 >= ST_FOLDED_MAX_DEPTH) {
+            if (nd->first_child != ST_PATH_NONE && nd->depth + 1 >= ST_FOLDED_MAX_DEPTH) {
                 /* deeper calls: summed into one line, so that the output stays
                  * linear in the nodes however deep the recursion */
                 size_t at = path.len;
                 st_strbuf_puts(&path, ";[deeper calls]");
                 put_line(out, &path, incl[n] - self[n]);
                 path.len = at;
-            } else if (nd->first_child != ST_NODE_NONE) {
-                n = nd->first_child;
-                continue;
-            }
-            for (;;) {
-                path.len = mark[n];
-                if (t->nodes[n].next_sibling != ST_NODE_NONE) {
-                    n = t->nodes[n].next_sibling;
-                    break;
-                }
-                n = t->nodes[n].parent;
-                if (n == 0) {
-                    n = ST_NODE_NONE;
-                    break;
-                }
+                st_walk_skip(&w);
             }
         }
         free(mark);

@@ -85,9 +85,11 @@ static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
     st_strbuf_puts(out, "],\"threads\":[");
     for (size_t ti = 0; ti < m->nthreads; ti++) {
         const st_model_thread_t *th = &m->threads[ti];
-        const st_calltree_t *t = th->tree;
+        const st_pathtab_t *t = th->paths;
         double *incl, *self;
-        if (st_tree_values(m, t, &incl, &self) < 0)
+        /* weighed by time, else by calls (the page knows no other unit) */
+        if (st_model_values(m, th, timer >= 0 ? (uint32_t)timer : ST_METRIC_NONE, &incl,
+                            &self) < 0)
             return ST_ENOMEM;
         st_strbuf_printf(out, "%s{\"index\":%u,\"name\":", ti ? "," : "", th->index);
         st_html_json_string(out, th->name ? th->name : "");
@@ -98,17 +100,17 @@ static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
         st_strbuf_puts(out, ",\"nodes\":[");
         double k = timer >= 0 ? m->ns_per_tick[timer] : 0;
         for (uint32_t i = 1; i < t->nnodes; i++) {
-            const st_node_t *n = &t->nodes[i];
+            const st_path_t *n = &t->nodes[i];
             double mean = 0, var = 0;
             if (timer >= 0) {
-                st_accum_stats(n, timer, &mean, &var);
+                st_tstat_stats(st_model_tstat(th, timer, i), &mean, &var);
                 mean *= k;
                 var *= k * k;
             }
             /* parent (-1 at the top), label, count, total, self, mean, stddev */
             st_strbuf_printf(out, "%s%ld,%u,%llu,", i > 1 ? "," : "",
                              n->parent == 0 ? -1L : (long)n->parent - 1, n->label,
-                             (unsigned long long)n->count);
+                             (unsigned long long)st_model_calls(th, i));
             put_num(out, floor(incl[i] + 0.5));
             st_strbuf_putc(out, ',');
             put_num(out, floor(self[i] + 0.5));

@@ -119,37 +119,114 @@ static void write_components(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_puts(out, "\n  ],\n");
 }
 
-static void write_node(st_strbuf_t *out, const st_model_t *m, const st_calltree_t *t, uint32_t id)
+/* The ns per unit of a metric's timer cells: the model's tick conversion for the
+ * wall and CPU timers, 1 for any other timer (kept in its own unit). */
+static double timer_scale(const st_model_t *m, uint32_t id)
 {
-    const st_node_t *n = &t->nodes[id];
+    return id < ST_NTIMERS ? m->ns_per_tick[id] : 1.0;
+}
+
+/* The metrics the nodes carry (st_model_reports, one bit each): the registry's,
+ * less the timers not chosen and the metrics nothing was recorded in. */
+static uint32_t reported(const st_model_t *m)
+{
+    uint32_t mask = 0;
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n && id < ST_MCOLS_MAX; id++)
+        if (st_model_reports(m, id))
+            mask |= 1u << id;
+    return mask;
+}
+
+static void write_metrics(st_strbuf_t *out, const st_model_t *m, uint32_t mask)
+{
+    st_strbuf_puts(out, "  \"metrics\": [");
+    int first = 1;
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n && id < ST_MCOLS_MAX; id++) {
+        if (!((mask >> id) & 1u))
+            continue;
+        const st_metric_def_t *d = st_metrics_get(m->metrics, id);
+        st_strbuf_puts(out, first ? "\n    {\"name\": " : ",\n    {\"name\": ");
+        first = 0;
+        st_strbuf_json_string(out, d->name);
+        st_strbuf_puts(out, ", \"unit\": ");
+        st_strbuf_json_string(out, d->kind == ST_METRIC_TIMER && id < ST_NTIMERS ? "ns" : d->unit);
+        st_strbuf_puts(out, ", \"kind\": ");
+        st_strbuf_json_string(out, st_metric_kind_name(d->kind));
+        st_strbuf_puts(out, ", \"description\": ");
+        st_strbuf_json_string(out, d->desc);
+        st_strbuf_putc(out, '}');
+    }
+    st_strbuf_puts(out, first ? "],\n" : "\n  ],\n");
+}
+
+/* One timer cell: {"sum", "self", "min", "max", "mean", "var"}, in ns. */
+static void put_timer(st_strbuf_t *out, const st_tstat_t *a, uint64_t calls, double k)
+{
+    st_strbuf_putc(out, '{');
+    put_ns(out, "sum", a->sum, k);
+    put_ns(out, "self", a->self, k);
+    put_ns(out, "min", calls ? a->min : 0, k);
+    put_ns(out, "max", a->max, k);
+    double mean, var;
+    st_tstat_stats(a, &mean, &var);
+    put_time(out, "mean", mean * k, 0, 1);
+    put_time(out, "var", var * k * k, 0, 0);
+    st_strbuf_putc(out, '}');
+}
+
+/* A node's cell of metric `id`, after its name; empty cells of the other kinds are
+ * left out. Returns 1 when something was written. */
+static int put_cell(st_strbuf_t *out, const st_model_t *m, const st_model_thread_t *th,
+                    uint32_t id, uint32_t node, uint64_t calls, int first)
+{
+    const st_mcols_t *c = &th->paths->cols;
+    const st_metric_def_t *d = st_metrics_get(m->metrics, id);
+    if (id >= c->ncols || c->kinds[id] != d->kind)
+        return 0;
+    uint64_t v = 0;
+    const st_gauge_t *g = NULL;
+    if (d->kind == ST_METRIC_GAUGE) {
+        g = &st_mcols_gauge(c, id)[node];
+        if (g->n == 0)
+            return 0;
+    } else if (d->kind != ST_METRIC_TIMER) {
+        v = st_mcols_u64(c, id)[node];
+        if (v == 0)
+            return 0;
+    }
+    st_strbuf_puts(out, first ? "" : ", ");
+    st_strbuf_json_string(out, d->name);
+    st_strbuf_puts(out, ": ");
+    if (d->kind == ST_METRIC_TIMER)
+        put_timer(out, &st_mcols_timer(c, id)[node], calls, timer_scale(m, id));
+    else if (g)
+        st_strbuf_printf(out, "{\"n\": %llu, \"last\": %.17g, \"min\": %.17g, \"max\": %.17g}",
+                         (unsigned long long)(g->n > ST_COUNT_MAX ? ST_COUNT_MAX : g->n),
+                         isfinite(g->last) ? g->last : 0.0, isfinite(g->min) ? g->min : 0.0,
+                         isfinite(g->max) ? g->max : 0.0);
+    else
+        st_strbuf_printf(out, "%llu", (unsigned long long)(v > ST_COUNT_MAX ? ST_COUNT_MAX : v));
+    return 1;
+}
+
+static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thread_t *th,
+                       uint32_t id, uint32_t mask)
+{
+    const st_path_t *n = &th->paths->nodes[id];
+    uint64_t calls = st_model_calls(th, id);
     st_strbuf_printf(out, "        {\"id\": %u, \"parent\": %d, \"depth\": %u, \"label\": ", id,
                      n->parent == 0 ? -1 : (int)n->parent, n->depth);
     st_strbuf_json_string(out, st_intern_str(m->labels, n->label));
     uint32_t loc = st_loctab_of(m->locs, n->label);
     if (loc != ST_LOC_NONE)
         st_strbuf_printf(out, ", \"function\": %u", loc);
-    st_strbuf_printf(out, ", \"count\": %llu",
-                     (unsigned long long)(n->count > ST_COUNT_MAX ? ST_COUNT_MAX : n->count));
-    for (int c = 0; c < ST_NCOMPONENTS; c++) {
-        const st_component_info_t *info = st_component_info((st_component_t)c);
-        if (!(m->components & (1u << c)) || info->timer < 0)
-            continue;
-        const st_accum_t *a = &n->acc[info->timer];
-        double k = m->ns_per_tick[info->timer];
-        st_strbuf_puts(out, ", ");
-        st_strbuf_json_string(out, info->name);
-        st_strbuf_puts(out, ": {");
-        put_ns(out, "sum", a->sum, k);
-        put_ns(out, "self", a->self, k);
-        put_ns(out, "min", n->count ? a->min : 0, k);
-        put_ns(out, "max", a->max, k);
-        double mean, var;
-        st_accum_stats(n, info->timer, &mean, &var);
-        put_time(out, "mean", mean * k, 0, 1);
-        put_time(out, "var", var * k * k, 0, 0);
-        st_strbuf_putc(out, '}');
-    }
-    st_strbuf_putc(out, '}');
+    st_strbuf_printf(out, ", \"count\": %llu, \"metrics\": {",
+                     (unsigned long long)(calls > ST_COUNT_MAX ? ST_COUNT_MAX : calls));
+    int first = 1;
+    for (uint32_t k = 0; m->metrics && k < m->metrics->n && k < ST_MCOLS_MAX; k++)
+        if (((mask >> k) & 1u) && put_cell(out, m, th, k, id, calls, first))
+            first = 0;
+    st_strbuf_puts(out, "}}");
 }
 
 /* Numbers that JSON can hold (NaN and infinities become 0). */
@@ -171,7 +248,7 @@ static void write_trace(st_strbuf_t *out, const st_model_t *m)
 /* The process sampler's metrics, summarised, when it ran. */
 static void write_sampling(st_strbuf_t *out, const st_model_t *m)
 {
-    if (!m->nmetrics)
+    if (!m->nsampled)
         return;
     st_strbuf_printf(out,
                      "  \"process_sampling\": {\"frequency\": %.17g, \"samples\": %llu, "
@@ -183,8 +260,8 @@ static void write_sampling(st_strbuf_t *out, const st_model_t *m)
     else
         st_strbuf_puts(out, "null");
     st_strbuf_puts(out, ", \"metrics\": [");
-    for (size_t k = 0; k < m->nmetrics; k++) {
-        const st_model_metric_t *x = &m->metrics[k];
+    for (size_t k = 0; k < m->nsampled; k++) {
+        const st_model_metric_t *x = &m->sampled[k];
         st_strbuf_puts(out, k ? ",\n    {\"name\": " : "\n    {\"name\": ");
         st_strbuf_json_string(out, x->name);
         st_strbuf_puts(out, ", \"units\": ");
@@ -201,6 +278,8 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
     write_metadata(out, m);
     write_settings(out, m);
     write_components(out, m);
+    uint32_t mask = reported(m);
+    write_metrics(out, m, mask);
     write_trace(out, m);
     write_sampling(out, m);
     write_functions(out, m);
@@ -213,13 +292,13 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
         if (th->has_rank)
             st_strbuf_printf(out, ", \"rank\": %u", th->rank);
         st_strbuf_printf(out, ", \"dropped_calls\": %llu, \"nodes\": [",
-                         (unsigned long long)th->tree->dropped);
+                         (unsigned long long)th->paths->dropped);
         /* Nodes in id order: a parent always comes before its children. */
-        for (uint32_t id = 1; id < th->tree->nnodes; id++) {
+        for (uint32_t id = 1; id < th->paths->nnodes; id++) {
             st_strbuf_puts(out, id > 1 ? ",\n" : "\n");
-            write_node(out, m, th->tree, id);
+            write_node(out, m, th, id, mask);
         }
-        st_strbuf_puts(out, th->tree->nnodes > 1 ? "\n      ]}" : "]}");
+        st_strbuf_puts(out, th->paths->nnodes > 1 ? "\n      ]}" : "]}");
     }
     st_strbuf_puts(out, "\n  ]\n}\n");
 }

@@ -8,38 +8,6 @@
 #include "output/fgraph.h"
 #include "output/grid.h"
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The distinct ranks of m's threads, sorted; *n of them. NULL on no memory. */
-static uint32_t *rank_list(const st_model_t *m, uint32_t *n)
-{
-    uint32_t *r = malloc((m->nthreads + 1) * sizeof *r);
-    *n = 0;
-    if (!r)
-        return NULL;
-    for (size_t i = 0; i < m->nthreads; i++)
-        if (m->threads[i].has_rank)
-            r[(*n)++] = m->threads[i].rank;
-    qsort(r, *n, sizeof *r, cmp_u32);
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < *n; i++)
-        if (k == 0 || r[k - 1] != r[i])
-            r[k++] = r[i];
-    *n = k;
-    return r;
-}
-
-uint32_t st_model_count_ranks(const st_model_t *m)
-{
-    uint32_t n;
-    free(rank_list(m, &n));
-    return n;
-}
-
 typedef struct {
     double min, max, sum, sumsq;
     uint32_t working;
@@ -90,7 +58,7 @@ static void put_ranges(st_strbuf_t *out, const uint32_t *ranks, const uint8_t *w
 int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
 {
     uint32_t nr;
-    uint32_t *ranks = rank_list(m, &nr);
+    uint32_t *ranks = st_model_ranks(m, &nr);
     if (!ranks)
         return ST_ENOMEM;
     if (nr == 0) {

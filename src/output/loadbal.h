@@ -16,9 +16,6 @@
 #include "model/model.h"
 #include "base/strbuf.h"
 
-/* The number of distinct ranks among m's threads (0 when none has a rank). */
-uint32_t st_model_count_ranks(const st_model_t *m);
-
 /* Appends the table to out (times in seconds with `precision` decimals).
  * Returns 0, or ST_ENOMEM. A model without ranks gets a one-line note. */
 int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision);

@@ -162,10 +162,11 @@ static int root_edges(const st_fgraph_t *g, const st_model_t *m, root_edge_t **e
     memset(slot, 0xff, ((size_t)g->nfns + 1) * sizeof *slot);
     double k = g->timer >= 0 ? m->ns_per_tick[g->timer] : 0.0;
     for (size_t ti = 0; ti < m->nthreads; ti++) {
-        const st_calltree_t *t = m->threads[ti].tree;
+        const st_model_thread_t *th = &m->threads[ti];
+        const st_pathtab_t *t = th->paths;
         uint32_t first = n;
-        for (uint32_t c = t->nodes[0].first_child; c != ST_NODE_NONE; c = t->nodes[c].next_sibling) {
-            const st_node_t *nd = &t->nodes[c];
+        for (uint32_t c = t->nodes[0].first_child; c != ST_PATH_NONE; c = t->nodes[c].next_sibling) {
+            const st_path_t *nd = &t->nodes[c];
             uint32_t fn = st_fgraph_fn_of(g, m, nd->label);
             if (fn >= g->nfns)
                 continue;
@@ -181,10 +182,11 @@ static int root_edges(const st_fgraph_t *g, const st_model_t *m, root_edge_t **e
                 e[n++] = (root_edge_t){(uint32_t)ti, fn, 0, 0.0, 0.0};
             }
             root_edge_t *r = &e[slot[fn]];
-            r->nc += nd->count;
+            r->nc += st_model_calls(th, c);
             if (g->timer >= 0) {
-                r->tt += (double)nd->acc[g->timer].self * k;
-                r->ct += (double)nd->acc[g->timer].sum * k;
+                const st_tstat_t *s = st_model_tstat(th, g->timer, c);
+                r->tt += (double)s->self * k;
+                r->ct += (double)s->sum * k;
             }
         }
         for (uint32_t i = first; i < n; i++)

@@ -243,7 +243,22 @@ static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *
     return rc;
 }
 
-/* The ranks of m summed (for the text tables of a multi-rank result). */
+/* A table's number in `tables` and in a planned job: a component, or METRIC_TABLE
+ * plus the metric's id. */
+#define METRIC_TABLE 256
+
+/* 1 when metric `id` of m has a table of its own: a count, bytes or samples metric
+ * that m reports. */
+static int has_table(const st_model_t *m, uint32_t id)
+{
+    const st_metric_def_t *d = m->metrics ? st_metrics_get(m->metrics, id) : NULL;
+    return d && st_model_reports(m, id) &&
+           (d->kind == ST_METRIC_COUNT || d->kind == ST_METRIC_BYTES ||
+            d->kind == ST_METRIC_SAMPLES);
+}
+
+/* The tables of m, or only table `component` (>= 0), the ranks of m summed (for
+ * the text tables of a multi-rank result). */
 static int tables(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
                   int component, st_msg_t *msg)
 {
@@ -264,6 +279,19 @@ static int tables(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t 
             st_strbuf_putc(out, '\n');
         first = 0;
         st_table_write(out, tm, (st_component_t)c, o->precision);
+    }
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n; id++) {
+        if (!has_table(m, id) || (component >= 0 && component != METRIC_TABLE + (int)id))
+            continue;
+        /* the summed ranks' registry names the metric too, maybe with another id */
+        uint32_t tid = st_metrics_find(tm->metrics, m->metrics->defs[id].name);
+        if (tid == ST_METRIC_NONE)
+            continue;
+        if (!first)
+            st_strbuf_putc(out, '\n');
+        first = 0;
+        if (st_table_write_metric(out, tm, tid) < 0)
+            out->failed = 1;
     }
     if (have_summed)
         st_profile_free(&summed);
@@ -403,12 +431,31 @@ int st_format_check_target(const char *path, const st_output_opts_t *o, st_msg_t
     return 0;
 }
 
-/* One file of a results folder: a format, or one component's table (comp >= 0),
- * or the load-balance table (comp == -2). */
+/* One file of a results folder: a format, or one table (comp >= 0: a component,
+ * or METRIC_TABLE + a metric), or the load-balance table (comp == -2). */
 typedef struct {
     int f, comp;
     char name[128];
 } job_t;
+
+/* A metric table's file name without ".txt": the metric's name, characters other
+ * than letters, digits, '_' and '-' made '_' (a name read from a file is data),
+ * prefixed with "metric_" where it would be another table's (a component's,
+ * load_balance) or is empty. */
+static void metric_file_base(const char *name, char *out, size_t size)
+{
+    char safe[sizeof ((st_metric_def_t *)0)->name];
+    size_t n = 0;
+    for (; name[n] && n + 1 < sizeof safe; n++) {
+        char c = name[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '-';
+        safe[n] = ok ? c : '_';
+    }
+    safe[n] = '\0';
+    int clash = n == 0 || st_component_find(safe) >= 0 || strcmp(safe, "load_balance") == 0;
+    snprintf(out, size, "%s%s", clash ? "metric_" : "", safe);
+}
 
 static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
 {
@@ -434,6 +481,19 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
                 snprintf(jobs[n].name, sizeof jobs[n].name, "%s-%u.txt", cn, m->rank);
             else
                 snprintf(jobs[n].name, sizeof jobs[n].name, "%s.txt", cn);
+            n++;
+        }
+        for (uint32_t id = 0; m->metrics && id < m->metrics->n; id++) {
+            if (!has_table(m, id))
+                continue;
+            char base[64];
+            metric_file_base(m->metrics->defs[id].name, base, sizeof base);
+            jobs[n].f = f;
+            jobs[n].comp = METRIC_TABLE + (int)id;
+            if (m->has_rank)
+                snprintf(jobs[n].name, sizeof jobs[n].name, "%s-%u.txt", base, m->rank);
+            else
+                snprintf(jobs[n].name, sizeof jobs[n].name, "%s.txt", base);
             n++;
         }
         if (st_model_count_ranks(m) > 1) {
@@ -473,7 +533,7 @@ int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
                          const st_output_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
                          st_msg_t *msg)
 {
-    job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + 1];
+    job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + ST_MCOLS_MAX + 1];
     size_t n = plan(m, mask, jobs);
     char path[PATH_MAX];
     for (size_t j = 0; j < n; j++) {

@@ -27,8 +27,8 @@ void st_sampling_table_write(st_strbuf_t *out, const st_model_t *m)
     st_grid_column(&g, "MAX", 1);
     st_strbuf_t b;
     st_strbuf_init(&b);
-    for (size_t k = 0; k < m->nmetrics; k++) {
-        const st_model_metric_t *x = &m->metrics[k];
+    for (size_t k = 0; k < m->nsampled; k++) {
+        const st_model_metric_t *x = &m->sampled[k];
         st_grid_row(&g);
         st_grid_cell_str(&g, 0, x->name);
         st_grid_cell_str(&g, 1, strcmp(x->units, "bytes") == 0 ? "MiB" : x->units);
@@ -43,8 +43,8 @@ void st_sampling_table_write(st_strbuf_t *out, const st_model_t *m)
     snprintf(title, sizeof title, "PROCESS SAMPLING (%llu SAMPLES AT %g PER SECOND)",
              (unsigned long long)m->nsamples, m->sampling_freq);
     st_grid_render(out, &g, title);
-    for (size_t k = 0; k < m->nmetrics; k++)
-        if (strncmp(m->metrics[k].name, "network.", 8) == 0) {
+    for (size_t k = 0; k < m->nsampled; k++)
+        if (strncmp(m->sampled[k].name, "network.", 8) == 0) {
             st_strbuf_puts(out, "network.received, network.sent: bytes through every interface "
                                 "of the network namespace (all its processes, not only this "
                                 "one) since sampling began\n");

@@ -5,6 +5,7 @@
 
 #include "base/err.h"
 #include "model/names.h"
+#include "model/walk.h"
 #include "output/fgraph.h"
 #include "output/folded.h"
 
@@ -30,7 +31,7 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
     memset(frame_of, 0xff, ((size_t)nlabels + 1) * sizeof *frame_of);
     uint32_t nframes = 0;
     for (size_t ti = 0; ti < m->nthreads; ti++) {
-        const st_calltree_t *t = m->threads[ti].tree;
+        const st_pathtab_t *t = m->threads[ti].paths;
         for (uint32_t i = 1; i < t->nnodes; i++) {
             uint32_t l = t->nodes[i].label;
             if (l < nlabels && frame_of[l] == UINT32_MAX) {
@@ -79,9 +80,9 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
     int rc = 0;
     for (size_t ti = 0; ti < m->nthreads && rc == 0; ti++) {
         const st_model_thread_t *th = &m->threads[ti];
-        const st_calltree_t *t = th->tree;
+        const st_pathtab_t *t = th->paths;
         double *incl, *self;
-        if (st_tree_values(m, t, &incl, &self) < 0) {
+        if (st_tree_values(m, th, &incl, &self) < 0) {
             rc = ST_ENOMEM;
             break;
         }
@@ -96,7 +97,7 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
             break;
         }
         double end_all = 0;
-        for (uint32_t c = t->nodes[0].first_child; c != ST_NODE_NONE; c = t->nodes[c].next_sibling)
+        for (uint32_t c = t->nodes[0].first_child; c != ST_PATH_NONE; c = t->nodes[c].next_sibling)
             end_all += incl[c];
         st_strbuf_puts(out, ti ? ",{\"type\":\"evented\",\"name\":" : "{\"type\":\"evented\",\"name\":");
         st_strbuf_reset(&title);
@@ -108,37 +109,25 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
         int first = 1;
         double at = 0;
         put_event(out, &first, 'O', root, 0);
-        uint32_t n = t->nodes[0].first_child;
-        while (n != ST_NODE_NONE) {
-            const st_node_t *nd = &t->nodes[n];
-            start[n] = at;
-            next[n] = at;
-            put_event(out, &first, 'O', frame_of[nd->label], at);
-            if (nd->first_child != ST_NODE_NONE) {
-                n = nd->first_child;
+        st_walk_t w;
+        st_walk_begin(&w, t, 0);
+        while (st_walk_next(&w)) {
+            uint32_t n = w.node;
+            if (!w.leave) {
+                start[n] = at;
+                next[n] = at;
+                put_event(out, &first, 'O', frame_of[t->nodes[n].label], at);
                 continue;
             }
-            for (;;) {
-                /* close n: at its start plus its time, after its last child */
-                double end = start[n] + incl[n];
-                if (end < next[n])
-                    end = next[n];
-                put_event(out, &first, 'C', frame_of[t->nodes[n].label], end);
-                uint32_t p = t->nodes[n].parent;
-                if (p != 0)
-                    next[p] = end;
-                at = end;
-                if (t->nodes[n].next_sibling != ST_NODE_NONE) {
-                    n = t->nodes[n].next_sibling;
-                    break;
-                }
-                n = p;
-                if (n == 0) {
-                    n = ST_NODE_NONE;
-                    break;
-                }
-                at = next[n];
-            }
+            /* close n: at its start plus its time, after its last child */
+            double end = start[n] + incl[n];
+            if (end < next[n])
+                end = next[n];
+            put_event(out, &first, 'C', frame_of[t->nodes[n].label], end);
+            uint32_t p = t->nodes[n].parent;
+            if (p != 0)
+                next[p] = end;
+            at = end;
         }
         if (at > end_all)
             end_all = at;

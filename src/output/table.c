@@ -1,6 +1,8 @@
 #include "output/table.h"
 
 #include "model/names.h"
+#include "base/err.h"
+#include "model/walk.h"
 #include "output/grid.h"
 
 #include <math.h>
@@ -46,34 +48,39 @@ static void put_fixed(st_grid_t *g, int col, st_strbuf_t *b, int precision, doub
     st_grid_cell(g, col, b);
 }
 
+/* The start of a row's LABEL cell: the thread, and under the top the indentation
+ * (at most max_indent levels) and "|_". */
+static void put_head(st_strbuf_t *b, const st_model_thread_t *th, uint32_t depth,
+                     uint32_t max_indent)
+{
+    st_strbuf_printf(b, "|%u>>> ", th->index);
+    if (depth > 0) {
+        uint32_t levels = depth - 1;
+        st_strbuf_fill(b, ' ', 2 * (size_t)(levels < max_indent ? levels : max_indent));
+        st_strbuf_puts(b, "|_");
+    }
+}
+
 /* The row that stands for everything under node `top` (at the depth cap): its
  * calls and, for a timer, their time (the sum of top's children's times). */
 static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th, uint32_t top,
                      st_component_t comp, int precision, uint32_t max_indent, st_strbuf_t *b)
 {
-    const st_calltree_t *t = th->tree;
+    const st_pathtab_t *t = th->paths;
     const st_component_info_t *info = st_component_info(comp);
     uint64_t calls = 0, nodes = 0, ticks = 0;
-    for (uint32_t c = t->nodes[top].first_child; c != ST_NODE_NONE; c = t->nodes[c].next_sibling)
-        ticks += info->timer >= 0 ? t->nodes[c].acc[info->timer].sum : 0;
-    /* the subtree, depth-first without recursion */
-    uint32_t n = t->nodes[top].first_child;
-    while (n != ST_NODE_NONE) {
-        calls += t->nodes[n].count;
+    for (uint32_t c = t->nodes[top].first_child; c != ST_PATH_NONE; c = t->nodes[c].next_sibling)
+        ticks += info->timer >= 0 ? st_model_tstat(th, info->timer, c)->sum : 0;
+    st_walk_t w;
+    st_walk_begin(&w, t, top);
+    while (st_walk_pre(&w)) {
+        calls += st_model_calls(th, w.node);
         nodes++;
-        if (t->nodes[n].first_child != ST_NODE_NONE) {
-            n = t->nodes[n].first_child;
-            continue;
-        }
-        while (n != top && t->nodes[n].next_sibling == ST_NODE_NONE)
-            n = t->nodes[n].parent;
-        n = n == top ? ST_NODE_NONE : t->nodes[n].next_sibling;
     }
     uint32_t depth = t->nodes[top].depth + 1;
     st_grid_row(g);
-    st_strbuf_printf(b, "|%u>>> ", th->index);
-    st_strbuf_fill(b, ' ', 2 * (size_t)(depth - 1 < max_indent ? depth - 1 : max_indent));
-    st_strbuf_printf(b, "|_... %llu calls in %llu deeper nodes (folded)", (unsigned long long)calls,
+    put_head(b, th, depth, max_indent);
+    st_strbuf_printf(b, "... %llu calls in %llu deeper nodes (folded)", (unsigned long long)calls,
                      (unsigned long long)nodes);
     st_grid_cell(g, 0, b);
     put_uint(g, 1, b, calls);
@@ -94,40 +101,36 @@ static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
 static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th,
                      st_component_t comp, int precision, uint32_t max_indent)
 {
-    const st_calltree_t *t = th->tree;
+    const st_pathtab_t *t = th->paths;
     const st_component_info_t *info = st_component_info(comp);
     st_strbuf_t b;
     st_strbuf_init(&b);
-    /* Depth-first, children in the order they were first called, without recursion
-     * (trees can be thousands of levels deep). */
-    uint32_t n = t->nodes[0].first_child;
-    while (n != ST_NODE_NONE && !g->failed) {
-        const st_node_t *node = &t->nodes[n];
+    st_walk_t w;
+    st_walk_begin(&w, t, 0);
+    while (!g->failed && st_walk_pre(&w)) {
+        uint32_t n = w.node;
+        const st_path_t *node = &t->nodes[n];
+        uint64_t calls = st_model_calls(th, n);
         st_grid_row(g);
-        st_strbuf_printf(&b, "|%u>>> ", th->index);
-        if (node->depth > 0) {
-            uint32_t levels = node->depth - 1;
-            st_strbuf_fill(&b, ' ', 2 * (size_t)(levels < max_indent ? levels : max_indent));
-            st_strbuf_puts(&b, "|_");
-        }
+        put_head(&b, th, node->depth, max_indent);
         put_label(&b, st_name_text(m, node->label));
         st_grid_cell(g, 0, &b);
-        put_uint(g, 1, &b, node->count);
+        put_uint(g, 1, &b, calls);
         put_uint(g, 2, &b, node->depth);
         st_strbuf_puts(&b, info->name);
         st_grid_cell(g, 3, &b);
         if (info->timer < 0) {
-            put_uint(g, 4, &b, node->count);
+            put_uint(g, 4, &b, calls);
         } else {
-            const st_accum_t *a = &node->acc[info->timer];
+            const st_tstat_t *a = st_model_tstat(th, info->timer, n);
             double sec = m->ns_per_tick[info->timer] * 1e-9;
             double mean, var;
-            st_accum_stats(node, info->timer, &mean, &var);
+            st_tstat_stats(a, &mean, &var);
             var *= sec * sec;
             double vals[6] = {
                 (double)a->sum * sec,
                 mean * sec,
-                node->count ? (double)a->min * sec : 0.0,
+                calls ? (double)a->min * sec : 0.0,
                 (double)a->max * sec,
                 var,
                 sqrt(var),
@@ -138,20 +141,114 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
                 put_fixed(g, 5 + i, &b, precision, vals[i]);
             put_fixed(g, 11, &b, 1, a->sum ? 100.0 * (double)a->self / (double)a->sum : 0.0);
         }
-        /* next in depth-first order; below the depth cap, one row for the rest */
-        if (node->first_child != ST_NODE_NONE && node->depth >= ST_TABLE_MAX_DEPTH) {
+        /* below the depth cap, one row for the rest */
+        if (node->first_child != ST_PATH_NONE && node->depth >= ST_TABLE_MAX_DEPTH) {
             fold_row(g, m, th, n, comp, precision, max_indent, &b);
-        } else if (node->first_child != ST_NODE_NONE) {
-            n = node->first_child;
-            continue;
+            st_walk_skip(&w);
         }
-        while (n != ST_NODE_NONE && n != 0 && t->nodes[n].next_sibling == ST_NODE_NONE)
-            n = t->nodes[n].parent;
-        n = (n == ST_NODE_NONE || n == 0) ? ST_NODE_NONE : t->nodes[n].next_sibling;
     }
     if (b.failed)
         g->failed = 1;
     st_strbuf_free(&b);
+}
+
+/* The rows of one thread in the table of a count, bytes or samples metric. */
+static void add_metric_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th,
+                            const st_metric_def_t *d, uint32_t metric, uint32_t max_indent)
+{
+    const st_pathtab_t *t = th->paths;
+    double *incl, *self;
+    if (st_model_values(m, th, metric, &incl, &self) < 0) {
+        g->failed = 1;
+        return;
+    }
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_walk_t w;
+    st_walk_begin(&w, t, 0);
+    while (!g->failed && st_walk_pre(&w)) {
+        uint32_t n = w.node;
+        const st_path_t *node = &t->nodes[n];
+        uint64_t calls = st_model_calls(th, n), nodes = 0;
+        double own = self[n], total = incl[n];
+        int fold = node->first_child != ST_PATH_NONE && node->depth >= ST_TABLE_MAX_DEPTH;
+        for (int row = 0; row <= fold; row++) {
+            uint32_t depth = node->depth + (uint32_t)row;
+            st_grid_row(g);
+            put_head(&b, th, depth, max_indent);
+            if (row == 0) {
+                put_label(&b, st_name_text(m, node->label));
+            } else { /* everything under the depth cap, in one row */
+                st_walk_t sub;
+                calls = 0;
+                st_walk_begin(&sub, t, n);
+                while (st_walk_pre(&sub)) {
+                    calls += st_model_calls(th, sub.node);
+                    nodes++;
+                }
+                own = total = incl[n] - self[n];
+                st_strbuf_printf(&b, "... %llu calls in %llu deeper nodes (folded)",
+                                 (unsigned long long)calls, (unsigned long long)nodes);
+            }
+            st_grid_cell(g, 0, &b);
+            put_uint(g, 1, &b, calls);
+            put_uint(g, 2, &b, depth);
+            st_strbuf_puts(&b, d->name);
+            st_grid_cell(g, 3, &b);
+            st_strbuf_puts(&b, d->unit);
+            st_grid_cell(g, 4, &b);
+            put_uint(g, 5, &b, (uint64_t)own);
+            put_uint(g, 6, &b, (uint64_t)total);
+            put_fixed(g, 7, &b, 1, total > 0 ? 100.0 * own / total : 0.0);
+        }
+        if (fold)
+            st_walk_skip(&w);
+    }
+    if (b.failed)
+        g->failed = 1;
+    st_strbuf_free(&b);
+    free(incl);
+    free(self);
+}
+
+/* Rows (at most one a node) decide how far indentation goes. */
+static uint32_t max_indent_of(const st_model_t *m)
+{
+    uint64_t nodes = 0;
+    for (size_t i = 0; i < m->nthreads; i++)
+        nodes += m->threads[i].paths->nnodes - 1;
+    return nodes > ST_TABLE_BIG_ROWS ? ST_TABLE_BIG_INDENT : ST_TABLE_MAX_INDENT;
+}
+
+int st_table_write_metric(st_strbuf_t *out, const st_model_t *m, uint32_t metric)
+{
+    const st_metric_def_t *d = m->metrics ? st_metrics_get(m->metrics, metric) : NULL;
+    if (!d || (d->kind != ST_METRIC_COUNT && d->kind != ST_METRIC_BYTES &&
+               d->kind != ST_METRIC_SAMPLES))
+        return ST_EINVAL;
+    st_grid_t g;
+    st_grid_init(&g);
+    static const char *heads[] = {"LABEL", "COUNT", "DEPTH", "METRIC", "UNITS", "SELF",
+                                  "TOTAL", "% SELF"};
+    for (int i = 0; i < 8; i++)
+        st_grid_column(&g, heads[i], i == 1 || i == 2 || i > 4);
+    uint32_t max_indent = max_indent_of(m);
+    /* the title: the description in capitals, else the name */
+    st_strbuf_t title;
+    st_strbuf_init(&title);
+    for (const char *c = *d->desc ? d->desc : d->name; *c; c++)
+        st_strbuf_putc(&title, *c >= 'a' && *c <= 'z' ? (char)(*c - 'a' + 'A') : *c);
+    st_grid_measure(&g);
+    for (size_t i = 0; i < m->nthreads; i++)
+        add_metric_rows(&g, m, &m->threads[i], d, metric, max_indent);
+    st_grid_stream(&g, out, st_strbuf_cstr(&title));
+    for (size_t i = 0; i < m->nthreads; i++)
+        add_metric_rows(&g, m, &m->threads[i], d, metric, max_indent);
+    st_grid_end(&g);
+    int failed = g.failed || title.failed;
+    st_grid_free(&g);
+    st_strbuf_free(&title);
+    return failed ? ST_ENOMEM : 0;
 }
 
 void st_table_write(st_strbuf_t *out, const st_model_t *m, st_component_t comp, int precision)
@@ -171,11 +268,7 @@ void st_table_write(st_strbuf_t *out, const st_model_t *m, st_component_t comp, 
         for (int i = 0; i < 8; i++)
             st_grid_column(&g, heads[i], i > 0);
     }
-    /* rows (at most one a node) decide how far indentation goes */
-    uint64_t nodes = 0;
-    for (size_t i = 0; i < m->nthreads; i++)
-        nodes += m->threads[i].tree->nnodes - 1;
-    uint32_t max_indent = nodes > ST_TABLE_BIG_ROWS ? ST_TABLE_BIG_INDENT : ST_TABLE_MAX_INDENT;
+    uint32_t max_indent = max_indent_of(m);
     /* Streamed: a first pass finds the columns' widths, a second writes each row as
      * it is made, so the table costs one row of memory, not a grid of every row
      * (~150 bytes a node, a third of the call tree). */

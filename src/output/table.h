@@ -1,6 +1,7 @@
 /* Text tables in timemory's style (the seed's trip_count tables, byte for byte):
- * one table per component, every thread's call tree in depth-first order, labels
- * prefixed with the thread number (|0>>>) and indented with |_ under their parent.
+ * one table per component (and per count, bytes or samples metric), every thread's
+ * call tree in depth-first order, labels prefixed with the thread number (|0>>>)
+ * and indented with |_ under their parent.
  * Column widths follow timemory: at least 8, wide enough for the header and every
  * value; headers are centred as timemory centres them.
  *
@@ -35,5 +36,12 @@
 /* Appends the table of component c to out, ending with a newline. Times are in
  * seconds with `precision` decimals. */
 void st_table_write(st_strbuf_t *out, const st_model_t *m, st_component_t c, int precision);
+
+/* Appends the table of a count, bytes or samples metric of m's registry, laid out
+ * as the others: LABEL, COUNT (calls), DEPTH, METRIC, UNITS, then the node's own
+ * value (SELF), with everything under it (TOTAL) and SELF as a percentage of TOTAL;
+ * the title is the metric's description in capitals. Returns 0, ST_ENOMEM, or
+ * ST_EINVAL (no such metric, or another kind). */
+int st_table_write_metric(st_strbuf_t *out, const st_model_t *m, uint32_t metric);
 
 #endif

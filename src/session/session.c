@@ -436,21 +436,115 @@ static const char *rank_words(const st_session_t *s, char *buf, size_t size)
     return buf;
 }
 
+/* TEMPORARY (issue 10, phase 2), to be deleted when the session hands the
+ * recorder's path tables to the model: the Python collector still records into an
+ * st_calltree_t per thread, while the model reads path tables with metric columns.
+ *
+ * Moves `tree` into `out` (the same node ids) with a cell per timer of `reg`
+ * (wall_clock, which counts the calls even with no timer chosen, and cpu_clock
+ * when chosen). Writing happens once, at exit, and must not double the profile's
+ * memory then: the nodes are copied from the last down and the tree is given back
+ * a chunk at a time as they are, the table's arrays being touched only as they
+ * are filled. The tree is left empty (a root only). out has no (parent, label)
+ * index: the writers do not look paths up. Returns 0 or ST_ENOMEM (out empty). */
+#define CONVERT_CHUNK 4096u
+static int calltree_to_pathtab(st_calltree_t *tree, const st_metrics_t *reg, st_pathtab_t *out)
+{
+    uint32_t n = tree->nnodes, ncols = reg->n;
+    memset(out, 0, sizeof *out);
+    out->nodes = malloc((size_t)n * sizeof *out->nodes);
+    int bad = !out->nodes;
+    for (uint32_t c = 0; c < ncols; c++) {
+        out->cols.kinds[c] = ST_METRIC_TIMER;
+        out->cols.cols[c] = malloc((size_t)n * sizeof(st_tstat_t));
+        bad |= !out->cols.cols[c];
+    }
+    out->cols.ncols = ncols;
+    if (bad) {
+        st_pathtab_free(out);
+        return ST_ENOMEM;
+    }
+    out->nnodes = out->capnodes = out->cols.cap = n;
+    out->max_nodes = UINT32_MAX - 1;
+    out->dropped = tree->dropped;
+    for (uint32_t i = n; i-- > 0;) {
+        const st_node_t *nd = &tree->nodes[i];
+        out->nodes[i] = (st_path_t){.label = nd->label,
+                                    .parent = nd->parent,
+                                    .first_child = nd->first_child,
+                                    .last_child = nd->last_child,
+                                    .next_sibling = nd->next_sibling,
+                                    .hint = ST_PATH_NONE,
+                                    .depth = nd->depth};
+        for (uint32_t c = 0; c < ncols; c++) {
+            const st_accum_t *a = &nd->acc[c];
+            st_mcols_timer(&out->cols, c)[i] = (st_tstat_t){.count = nd->count,
+                                                            .merged = nd->merged,
+                                                            .sum = a->sum,
+                                                            .min = a->min,
+                                                            .max = a->max,
+                                                            .self = a->self,
+                                                            .merged_sum = a->merged_sum,
+                                                            .mean = a->mean,
+                                                            .m2 = a->m2,
+                                                            .batch_sq = a->batch_sq};
+        }
+        if (i % CONVERT_CHUNK == 0 && i > 0) {
+            st_node_t *kept = realloc(tree->nodes, (size_t)i * sizeof *kept);
+            if (kept) {
+                tree->nodes = kept;
+                tree->nnodes = tree->capnodes = i;
+            }
+        }
+    }
+    uint32_t max_nodes = tree->max_nodes;
+    st_calltree_free(tree);
+    if (st_calltree_init(tree, max_nodes) < 0)
+        tree->failed = 1;
+    return 0;
+}
+
+/* The TEMPORARY tables of calltree_to_pathtab, freed. */
+static void free_paths(st_pathtab_t *paths, size_t n, st_metrics_t *reg)
+{
+    for (size_t i = 0; i < n; i++)
+        st_pathtab_free(&paths[i]);
+    free(paths);
+    st_metrics_free(reg);
+}
+
 int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                      const char *clock_name, FILE *tables, FILE *notes, st_msg_t *msg)
 {
+    st_metrics_t reg;
+    st_metrics_init(&reg);
+    uint32_t id;
+    size_t npaths = 0;
     st_model_thread_t *threads = calloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
-    if (!threads)
+    st_pathtab_t *paths = calloc(s->nthreads ? s->nthreads : 1, sizeof *paths);
+    const st_component_info_t *wall = st_component_info(ST_COMP_WALL_CLOCK);
+    const st_component_info_t *cpu = st_component_info(ST_COMP_CPU_CLOCK);
+    int bad = !threads || !paths ||
+              st_metrics_add(&reg, wall->name, "ticks", wall->description, ST_METRIC_TIMER,
+                             &id) < 0 ||
+              (s->ntimers > 1 &&
+               st_metrics_add(&reg, cpu->name, "ns", cpu->description, ST_METRIC_TIMER, &id) < 0);
+    for (; !bad && npaths < s->nthreads; npaths++)
+        bad = calltree_to_pathtab(&s->threads[npaths]->tree, &reg, &paths[npaths]) < 0;
+    if (bad) {
+        free(threads);
+        free_paths(paths, npaths, &reg);
         return st_msg_set(msg, ST_ENOMEM, "out of memory writing results");
+    }
     uint64_t dropped = 0;
     for (size_t i = 0; i < s->nthreads; i++) {
-        threads[i].tree = &s->threads[i]->tree;
+        threads[i].paths = &paths[i];
         threads[i].index = s->threads[i]->index;
         threads[i].tid = s->threads[i]->tid;
         threads[i].name = s->threads[i]->name;
         threads[i].has_rank = s->has_rank;
         threads[i].rank = s->rank;
-        dropped += s->threads[i]->tree.dropped;
+        dropped += paths[i].dropped;
     }
     char host[256] = "";
     gethostname(host, sizeof host - 1);
@@ -458,6 +552,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         .labels = &s->labels,
         .threads = threads,
         .nthreads = s->nthreads,
+        .metrics = &reg,
         .settings = &s->settings,
         .components = s->components,
         .command = (const char *const *)s->command,
@@ -500,8 +595,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             metrics[k].units = sp->metrics[k].units;
             st_sampler_summary(sp, k, &metrics[k].min, &metrics[k].mean, &metrics[k].max);
         }
-        m.metrics = metrics;
-        m.nmetrics = (size_t)sp->nmetrics;
+        m.sampled = metrics;
+        m.nsampled = (size_t)sp->nmetrics;
         m.sampling_freq = sp->freq;
         m.nsamples = sp->n;
         m.sampler_cpu_s = (double)sp->self_cpu_ns * 1e-9;
@@ -617,6 +712,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     st_session_unmark(s);
     st_strbuf_free(&fail.text);
     free(threads);
+    free_paths(paths, s->nthreads, &reg);
     s->written = fail.n == 0;
     return fail.first_rc;
 }

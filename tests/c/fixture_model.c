@@ -5,6 +5,7 @@
 
 #include "base/err.h"
 #include "core/components.h"
+#include "play.h"
 #include "system/sampler.h"
 
 /* Labels, in the order they are interned (their ids). A label is its text and the
@@ -111,28 +112,34 @@ static const char *const attr_keys[] = {"strata.version", "strata.dropped_calls"
 static const char *const attr_values[] = {"0.1.0", "0", "0", "discard",
                                           "strata python --trace -- app.py --size 3"};
 
-/* Plays one thread's events into its tree and timeline, as the collector would:
- * the tree gets both timers, the timeline the wall ticks. */
-static int play(st_calltree_t *t, st_trace_t *tr, const event_t *ev, size_t n, uint64_t scale)
+/* Plays one thread's events into its path table and timeline, as the collector
+ * would: the table gets both timers, the timeline the wall ticks. */
+static int play(st_pathtab_t *t, st_trace_t *tr, const event_t *ev, size_t n, uint64_t scale)
 {
-    static const char keys[64]; /* the frame of depth d is keys + d */
-    for (size_t i = 0; i < n; i++) {
+    st_play_t p;
+    st_play_init(&p, t, ST_NTIMERS);
+    uint32_t traced[64]; /* per depth: the call's begin is in the timeline */
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
         uint64_t now[ST_NTIMERS] = {ev[i].wall_us * 1000 * scale, ev[i].cpu_us * 1000 * scale};
         if (ev[i].kind == 'B') {
-            st_frame_t *fr = st_calltree_push(t, (uint32_t)ev[i].label, keys + t->depth);
-            if (!fr)
-                return ST_ENOMEM;
-            fr->t0[ST_TIMER_WALL] = now[ST_TIMER_WALL];
-            fr->t0[ST_TIMER_CPU] = now[ST_TIMER_CPU];
-            fr->traced = (uint32_t)st_trace_begin(tr, (uint32_t)ev[i].label, now[ST_TIMER_WALL]);
+            if (p.depth >= 64)
+                rc = ST_EINVAL;
+            else
+                traced[p.depth] =
+                    (uint32_t)st_trace_begin(tr, (uint32_t)ev[i].label, now[ST_TIMER_WALL]);
+            if (rc == 0)
+                rc = st_play_enter(&p, (uint32_t)ev[i].label, now);
         } else {
-            if (t->stack[t->depth - 1].traced)
+            if (p.depth && traced[p.depth - 1])
                 st_trace_end(tr, now[ST_TIMER_WALL]);
-            if (!st_calltree_pop(t, keys + t->depth - 1, now, ST_NTIMERS))
-                return ST_EINVAL;
+            rc = st_play_exit(&p, now);
         }
     }
-    return t->depth == 0 && !t->failed ? 0 : ST_EINVAL;
+    if (rc == 0 && p.depth != 0)
+        rc = ST_EINVAL;
+    st_play_free(&p);
+    return rc;
 }
 
 static int build_labels(st_fixture_t *f)
@@ -158,9 +165,9 @@ static void build_sampling(st_fixture_t *f)
     for (int k = 0; k < ST_FIXTURE_METRICS; k++) {
         memcpy(f->samples[k], metric_defs[k].values, sizeof f->samples[k]);
         s.metrics[k].values = f->samples[k];
-        f->metrics[k].name = metric_defs[k].name;
-        f->metrics[k].units = metric_defs[k].units;
-        st_sampler_summary(&s, k, &f->metrics[k].min, &f->metrics[k].mean, &f->metrics[k].max);
+        f->sampled[k].name = metric_defs[k].name;
+        f->sampled[k].units = metric_defs[k].units;
+        st_sampler_summary(&s, k, &f->sampled[k].min, &f->sampled[k].mean, &f->sampled[k].max);
         f->counters[k] = (st_timeline_counter_t){.name = metric_defs[k].name,
                                                  .units = metric_defs[k].units,
                                                  .n = ST_FIXTURE_SAMPLES,
@@ -176,8 +183,11 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
     memset(f, 0, sizeof *f);
     st_intern_init(&f->labels);
     st_loctab_init(&f->locs);
+    st_metrics_init(&f->reg);
     st_msg_t msg;
-    int rc = st_settings_init(&f->settings);
+    int rc = st_play_metrics(&f->reg);
+    if (rc == 0)
+        rc = st_settings_init(&f->settings);
     if (rc == 0)
         rc = st_settings_load_env(&f->settings, environment, NULL, &msg);
     if (rc == 0)
@@ -187,12 +197,12 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
                          (uint32_t)st_settings_int(&f->settings, ST_S_TRACE_MAX_DEPTH), NULL);
     for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
         if (rc == 0)
-            rc = st_calltree_init(&f->trees[i], 0);
+            rc = st_pathtab_init(&f->paths[i], &f->reg, 0);
         if (rc == 0)
             rc = st_trace_init(&f->traces[i], &f->trace_shared, (uint32_t)i);
         if (rc == 0)
-            rc = play(&f->trees[i], &f->traces[i], thread_defs[i].events, thread_defs[i].n, scale);
-        f->threads[i] = (st_model_thread_t){.tree = &f->trees[i], .index = (uint32_t)i,
+            rc = play(&f->paths[i], &f->traces[i], thread_defs[i].events, thread_defs[i].n, scale);
+        f->threads[i] = (st_model_thread_t){.paths = &f->paths[i], .index = (uint32_t)i,
                                             .tid = thread_defs[i].tid, .name = thread_defs[i].name,
                                             .has_rank = 1, .rank = rank};
         f->tl_threads[i] = (st_timeline_thread_t){.trace = &f->traces[i], .index = (uint32_t)i,
@@ -208,6 +218,7 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .labels = &f->labels,
         .threads = f->threads,
         .nthreads = ST_FIXTURE_THREADS,
+        .metrics = &f->reg,
         .ns_per_tick = {1.0, 1.0},
         .settings = &f->settings,
         .components = (1u << ST_COMP_TRIP_COUNT) | (1u << ST_COMP_WALL_CLOCK) |
@@ -223,8 +234,8 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .locs = &f->locs,
         .has_rank = 1,
         .rank = rank,
-        .metrics = f->metrics,
-        .nmetrics = ST_FIXTURE_METRICS,
+        .sampled = f->sampled,
+        .nsampled = ST_FIXTURE_METRICS,
         .sampling_freq = 40,
         .nsamples = ST_FIXTURE_SAMPLES,
         .sampler_cpu_s = 0.0015,
@@ -262,8 +273,9 @@ void st_fixture_free(st_fixture_t *f)
 {
     for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
         st_trace_free(&f->traces[i]);
-        st_calltree_free(&f->trees[i]);
+        st_pathtab_free(&f->paths[i]);
     }
+    st_metrics_free(&f->reg);
     st_trace_shared_free(&f->trace_shared);
     st_intern_free(&f->labels);
     st_loctab_free(&f->locs);

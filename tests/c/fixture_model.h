@@ -34,7 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/calltree.h"
+#include "core/metrics.h"
+#include "core/pathtab.h"
 #include "core/intern.h"
 #include "core/loctab.h"
 #include "core/settings.h"
@@ -50,11 +51,12 @@ typedef struct {
     st_intern_t labels;
     st_loctab_t locs;
     st_settings_t settings;
-    st_calltree_t trees[ST_FIXTURE_THREADS];
+    st_metrics_t reg;       /* wall_clock, cpu_clock */
+    st_pathtab_t paths[ST_FIXTURE_THREADS];
     st_trace_shared_t trace_shared;
     st_trace_t traces[ST_FIXTURE_THREADS];
     st_model_thread_t threads[ST_FIXTURE_THREADS];
-    st_model_metric_t metrics[ST_FIXTURE_METRICS];
+    st_model_metric_t sampled[ST_FIXTURE_METRICS];
     uint64_t sample_ns[ST_FIXTURE_SAMPLES];
     double samples[ST_FIXTURE_METRICS][ST_FIXTURE_SAMPLES];
     st_timeline_thread_t tl_threads[ST_FIXTURE_THREADS];

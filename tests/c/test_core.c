@@ -16,6 +16,7 @@
 #include "base/number.h"
 #include "core/intern.h"
 #include "model/model.h"
+#include "model/walk.h"
 #include "core/settings.h"
 #include "base/strbuf.h"
 #include "core/trace.h"
@@ -24,6 +25,7 @@
 #include "session/args.h"
 
 #include "check.h"
+#include "play.h"
 
 /* Calls with fake times: push at t0, pop at t1. */
 static void call(st_calltree_t *t, uint32_t label, const void *key, uint64_t t0)
@@ -392,21 +394,82 @@ static void test_filter(void)
 }
 
 /* The seed's second table, from a hand-made tree. */
+/* The walk: every node entered, then left after its subtree; skip passes over a
+ * subtree; a walk of a subtree stays inside it. */
+static void test_walk(void)
+{
+    st_metrics_t reg;
+    st_metrics_init(&reg);
+    CHECK(st_play_metrics(&reg) == 0);
+    st_pathtab_t t;
+    CHECK(st_pathtab_init(&t, &reg, 0) == 0);
+    /* 1 a (2 b (3 c), 4 d), 5 e */
+    uint32_t a = st_pathtab_child(&t, 0, 10), b = st_pathtab_child(&t, a, 11);
+    uint32_t c = st_pathtab_child(&t, b, 12), d = st_pathtab_child(&t, a, 13);
+    uint32_t e = st_pathtab_child(&t, 0, 14);
+    CHECK(a == 1 && b == 2 && c == 3 && d == 4 && e == 5);
+    char got[64];
+    size_t n = 0;
+    st_walk_t w;
+    st_walk_begin(&w, &t, 0);
+    while (st_walk_next(&w) && n + 2 < sizeof got) {
+        got[n++] = w.leave ? ')' : '(';
+        got[n++] = (char)('0' + w.node);
+    }
+    got[n] = '\0';
+    CHECK_STR(got, "(1(2(3)3)2(4)4)1(5)5");
+    n = 0;
+    st_walk_begin(&w, &t, 0);
+    while (st_walk_pre(&w)) {
+        got[n++] = (char)('0' + w.node);
+        if (w.node == 2)
+            st_walk_skip(&w);
+    }
+    got[n] = '\0';
+    CHECK_STR(got, "1245");
+    n = 0;
+    st_walk_begin(&w, &t, a);
+    while (st_walk_next(&w))
+        got[n++] = (char)('0' + w.node);
+    got[n] = '\0';
+    CHECK_STR(got, "233244");
+    st_walk_begin(&w, &t, c); /* a leaf: nothing under it */
+    CHECK(!st_walk_next(&w));
+    st_pathtab_free(&t);
+    st_pathtab_init(&t, &reg, 0); /* the root alone */
+    st_walk_begin(&w, &t, 0);
+    CHECK(!st_walk_next(&w) && !st_walk_next(&w));
+    st_pathtab_free(&t);
+    st_metrics_free(&reg);
+}
+
+/* One call of `label` at the top of t, from t0 to t1 (cpu: half the wall ticks). */
+static void play_call(st_pathtab_t *t, uint32_t label, uint64_t t0, uint64_t t1)
+{
+    st_play_t p;
+    st_play_init(&p, t, 2);
+    uint64_t start[2] = {t0, t0 / 2}, end[2] = {t1, t1 / 2};
+    CHECK(st_play_enter(&p, label, start) == 0 && st_play_exit(&p, end) == 0);
+    st_play_free(&p);
+}
+
 static void test_table(void)
 {
     st_intern_t labels;
     st_intern_init(&labels);
     uint32_t id;
     st_intern_id(&labels, "inefficient", 11, &id);
-    st_calltree_t t;
-    st_calltree_init(&t, 0);
-    int k;
-    call(&t, id, &k, 0);
-    ret(&t, &k, 2000000000u);
-    st_model_thread_t th = {.tree = &t, .index = 0, .tid = 1, .name = "MainThread"};
+    st_metrics_t reg;
+    st_metrics_init(&reg);
+    CHECK(st_play_metrics(&reg) == 0);
+    st_pathtab_t t;
+    st_pathtab_init(&t, &reg, 0);
+    play_call(&t, id, 0, 2000000000u);
+    st_model_thread_t th = {.paths = &t, .index = 0, .tid = 1, .name = "MainThread"};
     st_settings_t s;
     st_settings_init(&s);
-    st_model_t m = {.labels = &labels, .threads = &th, .nthreads = 1, .settings = &s,
+    st_model_t m = {.labels = &labels, .threads = &th, .nthreads = 1, .metrics = &reg,
+                    .settings = &s,
                     .ns_per_tick = {1.0, 1.0}, .components = 7};
     st_strbuf_t b;
     st_strbuf_init(&b);
@@ -431,14 +494,20 @@ static void test_table(void)
      * are one folded row; indentation stops at ST_TABLE_MAX_INDENT levels, and DEPTH
      * still tells the truth. */
     {
-        st_calltree_t deep;
-        st_calltree_init(&deep, 0);
-        static int dk[5000];
-        for (int i = 0; i < 5000; i++)
-            call(&deep, id, &dk[i], (uint64_t)i);
-        for (int i = 4999; i >= 0; i--)
-            ret(&deep, &dk[i], 10000);
-        st_model_thread_t dth = {.tree = &deep, .index = 0, .tid = 1, .name = "MainThread"};
+        st_pathtab_t deep;
+        st_pathtab_init(&deep, &reg, 0);
+        st_play_t p;
+        st_play_init(&p, &deep, 2);
+        for (int i = 0; i < 5000; i++) {
+            uint64_t now[2] = {(uint64_t)i, (uint64_t)i / 2};
+            CHECK(st_play_enter(&p, id, now) == 0);
+        }
+        for (int i = 4999; i >= 0; i--) {
+            uint64_t now[2] = {10000, 5000};
+            CHECK(st_play_exit(&p, now) == 0);
+        }
+        st_play_free(&p);
+        st_model_thread_t dth = {.paths = &deep, .index = 0, .tid = 1, .name = "MainThread"};
         st_model_t dm = m;
         dm.threads = &dth;
         st_strbuf_t db;
@@ -450,7 +519,7 @@ static void test_table(void)
         CHECK(strstr(text, "|_... 4743 calls in 4743 deeper nodes (folded) |   4743 |    257 | "
                            "trip_count |   4743 |") != NULL);
         st_strbuf_free(&db);
-        st_calltree_free(&deep);
+        st_pathtab_free(&deep);
     }
     /* A label of 300 control characters is escaped (\x01, 4 bytes each) and then cut
      * at ST_TABLE_MAX_LABEL bytes of the escaped text, not of the raw one. */
@@ -462,12 +531,10 @@ static void test_table(void)
         st_intern_init(&cl);
         uint32_t cid;
         st_intern_id(&cl, raw, 300, &cid);
-        st_calltree_t ct;
-        st_calltree_init(&ct, 0);
-        int ck;
-        call(&ct, cid, &ck, 0);
-        ret(&ct, &ck, 1);
-        st_model_thread_t cth = {.tree = &ct, .index = 0, .tid = 1, .name = "MainThread"};
+        st_pathtab_t ct;
+        st_pathtab_init(&ct, &reg, 0);
+        play_call(&ct, cid, 0, 1);
+        st_model_thread_t cth = {.paths = &ct, .index = 0, .tid = 1, .name = "MainThread"};
         st_model_t cm = m;
         cm.labels = &cl;
         cm.threads = &cth;
@@ -484,20 +551,20 @@ static void test_table(void)
         }
         CHECK(strchr(st_strbuf_cstr(&cb), 1) == NULL);
         st_strbuf_free(&cb);
-        st_calltree_free(&ct);
+        st_pathtab_free(&ct);
         st_intern_free(&cl);
     }
     /* Labels are data: JSON escapes them. */
     st_intern_id(&labels, "bad\"label\n\x01", 12, &id);
-    call(&t, id, &k, 0);
-    ret(&t, &k, 1);
+    play_call(&t, id, 0, 1);
     st_strbuf_reset(&b);
     st_json_write(&b, &m);
     CHECK(strstr(st_strbuf_cstr(&b), "\"label\": \"bad\\\"label\\n\\u0001\"") != NULL);
-    CHECK(strstr(st_strbuf_cstr(&b), "\"format_version\": 1") != NULL);
+    CHECK(strstr(st_strbuf_cstr(&b), "\"format_version\": 2") != NULL);
     st_strbuf_free(&b);
     st_settings_free(&s);
-    st_calltree_free(&t);
+    st_pathtab_free(&t);
+    st_metrics_free(&reg);
     st_intern_free(&labels);
 }
 
@@ -714,6 +781,7 @@ int main(void)
     test_args();
     test_flags_from_registry();
     test_filter();
+    test_walk();
     test_table();
     test_trace();
     test_numbers();

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/calltree.h"
 #include "core/components.h"
 #include "core/intern.h"
 #include "core/loctab.h"
@@ -29,24 +28,26 @@
 #include "output/loadbal.h"
 #include "output/pstats.h"
 #include "output/speedscope.h"
+#include "output/table.h"
 #include "output/registry.h"
 
 #include "check.h"
+#include "play.h"
 
 #define CONTAINS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) != NULL)
+#define CONTAINS_TEXT(s, text) CHECK(strstr((s), (text)) != NULL)
 #define LACKS(buf, text) CHECK(strstr(st_strbuf_cstr(buf), (text)) == NULL)
 
-static void call(st_calltree_t *t, uint32_t label, const void *key, uint64_t t0)
+static void call(st_play_t *p, uint32_t label, uint64_t t0)
 {
-    st_frame_t *f = st_calltree_push(t, label, key);
-    f->t0[0] = t0;
-    f->t0[1] = t0;
+    uint64_t now[2] = {t0, t0};
+    CHECK(st_play_enter(p, label, now) == 0);
 }
 
-static void ret(st_calltree_t *t, const void *key, uint64_t t1)
+static void ret(st_play_t *p, uint64_t t1)
 {
     uint64_t now[2] = {t1, t1};
-    st_calltree_pop(t, key, now, 2);
+    CHECK(st_play_exit(p, now) == 0);
 }
 
 /* A hand-made profile:
@@ -57,7 +58,8 @@ typedef struct {
     st_intern_t labels;
     st_loctab_t locs;
     st_settings_t settings;
-    st_calltree_t tree;
+    st_metrics_t reg;
+    st_pathtab_t tree;
     st_model_thread_t th;
     st_model_t m;
 } fixture_t;
@@ -75,30 +77,36 @@ static void fixture(fixture_t *f)
     st_loctab_set(&f->locs, 0, "/src/app.py", 1, "main");
     st_loctab_set(&f->locs, 1, "/src/app.py", 10, "fib");
     st_loctab_set(&f->locs, 2, "~", 0, "<built-in method sorted>");
-    st_calltree_init(&f->tree, 0);
-    int a, b, c, d, e, g;
-    call(&f->tree, 0, &a, 0);
-    call(&f->tree, 1, &b, 100);
-    call(&f->tree, 1, &c, 200);
-    call(&f->tree, 1, &d, 300);
-    ret(&f->tree, &d, 400);
-    ret(&f->tree, &c, 600);
-    ret(&f->tree, &b, 700);
-    call(&f->tree, 2, &e, 800);
-    ret(&f->tree, &e, 900);
-    call(&f->tree, 3, &g, 900);
-    ret(&f->tree, &g, 950);
-    ret(&f->tree, &a, 1000);
-    f->th = (st_model_thread_t){.tree = &f->tree, .index = 0, .tid = 7, .name = "MainThread"};
+    st_metrics_init(&f->reg);
+    CHECK(st_play_metrics(&f->reg) == 0);
+    CHECK(st_pathtab_init(&f->tree, &f->reg, 0) == 0);
+    st_play_t p;
+    st_play_init(&p, &f->tree, 2);
+    call(&p, 0, 0);
+    call(&p, 1, 100);
+    call(&p, 1, 200);
+    call(&p, 1, 300);
+    ret(&p, 400);
+    ret(&p, 600);
+    ret(&p, 700);
+    call(&p, 2, 800);
+    ret(&p, 900);
+    call(&p, 3, 900);
+    ret(&p, 950);
+    ret(&p, 1000);
+    st_play_free(&p);
+    f->th = (st_model_thread_t){.paths = &f->tree, .index = 0, .tid = 7, .name = "MainThread"};
     f->m = (st_model_t){.labels = &f->labels, .threads = &f->th, .nthreads = 1,
-                        .settings = &f->settings, .ns_per_tick = {1.0, 1.0},
+                        .metrics = &f->reg, .settings = &f->settings,
+                        .ns_per_tick = {1.0, 1.0},
                         .components = (1u << ST_COMP_TRIP_COUNT) | (1u << ST_COMP_WALL_CLOCK),
                         .locs = &f->locs, .pid = 42, .host = "node1", .clock_name = "tsc"};
 }
 
 static void fixture_free(fixture_t *f)
 {
-    st_calltree_free(&f->tree);
+    st_pathtab_free(&f->tree);
+    st_metrics_free(&f->reg);
     st_intern_free(&f->labels);
     st_loctab_free(&f->locs);
     st_settings_free(&f->settings);
@@ -335,7 +343,7 @@ static void test_roundtrip(void)
     struct {
         const char *text, *want;
     } bad[] = {
-        {"{\"format_version\": 2, \"threads\": []}", "newer than this strata reads"},
+        {"{\"format_version\": 3, \"threads\": []}", "newer than this strata reads"},
         {"{\"format_version\": 0, \"threads\": []}", "bad format_version"},
         {"{\"threads\": []}", "no format_version"},
         {"{\"format_version\": 1}", "no threads"},
@@ -348,6 +356,12 @@ static void test_roundtrip(void)
          "\"label\": \"x\"}, {\"id\": 1, \"parent\": -1, \"label\": \"y\"}]}]}", "two nodes with id 1"},
         {"{\"format_version\": 1, \"threads\": [{\"nodes\": [{\"id\": 1, \"parent\": -1, "
          "\"label\": \"x\", \"count\": -1}]}]}", "whole number"},
+        {"{\"format_version\": 2, \"metrics\": [{\"name\": \"m\", \"kind\": \"weight\"}], "
+         "\"threads\": []}", "unknown kind \"weight\""},
+        {"{\"format_version\": 2, \"metrics\": [{\"name\": \"wall_clock\", \"kind\": \"bytes\"}], "
+         "\"threads\": []}", "registered with another kind"},
+        {"{\"format_version\": 2, \"threads\": [{\"nodes\": [{\"id\": 1, \"parent\": -1, "
+         "\"label\": \"x\", \"metrics\": {\"rss\": 1}}]}]}", "metric \"rss\" is not in"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = st_profile_parse(&p, bad[i].text, strlen(bad[i].text), "f.json", &msg);
@@ -372,6 +386,152 @@ static void test_roundtrip(void)
     fixture_free(&f);
 }
 
+/* format_version 2: every metric of the registry, by kind, written, read back and
+ * written again the same; merged by kind. */
+static void test_metrics_v2(void)
+{
+    st_metrics_t reg;
+    st_metrics_init(&reg);
+    CHECK(st_play_metrics(&reg) == 0);
+    uint32_t bytes, allocs, samples, rss;
+    CHECK(st_metrics_add(&reg, "alloc_bytes", "bytes", "bytes allocated", ST_METRIC_BYTES,
+                         &bytes) == 0);
+    CHECK(st_metrics_add(&reg, "allocs", "calls", "allocations", ST_METRIC_COUNT, &allocs) == 0);
+    CHECK(st_metrics_add(&reg, "samples", "samples", "stack samples", ST_METRIC_SAMPLES,
+                         &samples) == 0);
+    CHECK(st_metrics_add(&reg, "rss", "bytes", "resident memory", ST_METRIC_GAUGE, &rss) == 0);
+    uint32_t frees; /* registered, nothing recorded: left out everywhere */
+    CHECK(st_metrics_add(&reg, "frees", "calls", "frees", ST_METRIC_COUNT, &frees) == 0);
+    st_pathtab_t t;
+    CHECK(st_pathtab_init(&t, &reg, 0) == 0);
+    st_play_t pl;
+    st_play_init(&pl, &t, 2);
+    uint64_t at[][2] = {{0, 0}, {100, 40}, {300, 90}, {1000, 400}};
+    CHECK(st_play_enter(&pl, 0, at[0]) == 0 && st_play_enter(&pl, 1, at[1]) == 0);
+    CHECK(st_play_exit(&pl, at[2]) == 0 && st_play_exit(&pl, at[3]) == 0);
+    st_play_free(&pl);
+    st_mcols_u64(&t.cols, bytes)[1] = 4096;
+    st_mcols_u64(&t.cols, allocs)[1] = 3;
+    st_mcols_u64(&t.cols, samples)[2] = 7;
+    st_gauge_set(&st_mcols_gauge(&t.cols, rss)[2], 10.5);
+    st_gauge_set(&st_mcols_gauge(&t.cols, rss)[2], 30);
+    st_gauge_set(&st_mcols_gauge(&t.cols, rss)[2], 20);
+    st_intern_t labels;
+    st_intern_init(&labels);
+    uint32_t id;
+    st_intern_id(&labels, "main", 4, &id);
+    st_intern_id(&labels, "work", 4, &id);
+    st_settings_t settings;
+    st_settings_init(&settings);
+    st_model_thread_t th = {.paths = &t, .index = 0, .tid = 7, .name = "MainThread"};
+    st_model_t m = {.labels = &labels, .threads = &th, .nthreads = 1, .metrics = &reg,
+                    .settings = &settings, .ns_per_tick = {2.0, 1.0},
+                    .components = (1u << ST_COMP_TRIP_COUNT) | (1u << ST_COMP_WALL_CLOCK) |
+                                  (1u << ST_COMP_CPU_CLOCK)};
+    char *first = json_of(&m);
+    CONTAINS_TEXT(first, "\"format_version\": 2,");
+    CHECK(strstr(first, "frees") == NULL && !st_model_reports(&m, frees));
+    CONTAINS_TEXT(first, "{\"name\": \"alloc_bytes\", \"unit\": \"bytes\", \"kind\": \"bytes\", "
+                         "\"description\": \"bytes allocated\"}");
+    CONTAINS_TEXT(first, "{\"name\": \"rss\", \"unit\": \"bytes\", \"kind\": \"gauge\"");
+    /* wall ticks in ns (2 ns a tick); empty cells left out */
+    CONTAINS_TEXT(first, "\"label\": \"main\", \"count\": 1, \"metrics\": {\"wall_clock\": "
+                         "{\"sum\": 2000, \"self\": 1600, ");
+    CONTAINS_TEXT(first, "\"alloc_bytes\": 4096, \"allocs\": 3}}");
+    CONTAINS_TEXT(first, "\"samples\": 7, \"rss\": {\"n\": 3, \"last\": 20, \"min\": 10.5, "
+                         "\"max\": 30}}}");
+    st_profile_t p;
+    st_msg_t msg;
+    CHECK(st_profile_parse(&p, first, strlen(first), "v2", &msg) == 0);
+    uint32_t pb = st_metrics_find(&p.metrics, "alloc_bytes");
+    uint32_t pr = st_metrics_find(&p.metrics, "rss");
+    CHECK(pb != ST_METRIC_NONE && p.metrics.defs[pb].kind == ST_METRIC_BYTES);
+    CHECK(pr != ST_METRIC_NONE && p.metrics.defs[pr].kind == ST_METRIC_GAUGE);
+    CHECK(p.nthreads == 1 && st_mcols_u64(&p.paths[0].cols, pb)[1] == 4096);
+    char *second = json_of(&p.model);
+    CHECK_STR(second, first);
+    /* merged twice: sums double, gauges keep their range */
+    const st_model_t *two[2] = {&p.model, &m};
+    st_profile_t mg;
+    CHECK(st_merge(&mg, two, 2, 0, &msg) == 0);
+    uint32_t mb = st_metrics_find(&mg.metrics, "alloc_bytes");
+    uint32_t mr = st_metrics_find(&mg.metrics, "rss");
+    CHECK(mb != ST_METRIC_NONE && st_mcols_u64(&mg.paths[0].cols, mb)[1] == 8192);
+    const st_gauge_t *g = mr != ST_METRIC_NONE ? &st_mcols_gauge(&mg.paths[0].cols, mr)[2] : NULL;
+    CHECK(g && g->n == 6 && g->min == 10.5 && g->max == 30 && g->last == 20);
+    CHECK(st_model_tstat(&mg.threads[0], ST_TIMER_WALL, 1)->sum == 4000);
+    st_profile_free(&mg);
+    /* callgrind: an event per count, bytes or samples metric beside the timers */
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    CHECK(st_callgrind_write(&b, &m) == 0);
+    CONTAINS(&b, "event: alloc_bytes : bytes allocated (bytes)\n");
+    CONTAINS(&b, "events: wall_clock cpu_clock alloc_bytes allocs samples\n"
+                 "summary: 2000 400 4096 3 7\n");
+    LACKS(&b, "rss");
+    /* a profile that counted calls and took stack samples weighs its flame graph by
+     * samples; the function graph keeps its counts */
+    st_model_t sampled = m;
+    sampled.components = 1u << ST_COMP_TRIP_COUNT;
+    CHECK(st_model_weight(&sampled) == samples && st_model_weight(&m) == ST_TIMER_WALL);
+    st_strbuf_reset(&b);
+    CHECK(st_folded_write(&b, &sampled) == 0);
+    CHECK_STR(st_strbuf_cstr(&b), "thread 0 (MainThread);main;work 7\n");
+    st_strbuf_reset(&b);
+    CHECK(st_callgrind_write(&b, &sampled) == 0);
+    CONTAINS(&b, "events: Calls alloc_bytes allocs samples\nsummary: 2 4096 3 7\n");
+    /* a table per count, bytes or samples metric: the node's own value and with
+     * everything under it */
+    st_strbuf_reset(&b);
+    CHECK(st_table_write_metric(&b, &m, samples) == 0);
+    CHECK_STR(st_strbuf_cstr(&b),
+              "|-------------------------------------------------------------------------------|\n"
+              "|                                 STACK SAMPLES                                 |\n"
+              "|-------------------------------------------------------------------------------|\n"
+              "|    LABEL     | COUNT  | DEPTH  | METRIC  | UNITS   | SELF   | TOTAL  | % SELF |\n"
+              "|--------------|--------|--------|---------|---------|--------|--------|--------|\n"
+              "| |0>>> main   |      1 |      0 | samples | samples |      0 |      7 |    0.0 |\n"
+              "| |0>>> |_work |      1 |      1 | samples | samples |      7 |      7 |  100.0 |\n"
+              "|-------------------------------------------------------------------------------|\n");
+    st_strbuf_reset(&b);
+    CHECK(st_table_write_metric(&b, &m, rss) == ST_EINVAL);
+    CHECK(st_table_write_metric(&b, &m, ST_TIMER_WALL) == ST_EINVAL);
+    st_output_opts_t ro;
+    st_output_opts_init(&ro);
+    CHECK(st_format_render(&b, &m, ST_FMT_TEXT, &ro, &msg) == 0);
+    LACKS(&b, "FREES");
+    CONTAINS(&b, "STACK SAMPLES");
+    /* below the depth cap, one row: the calls, and the samples, under it */
+    st_pathtab_t deep;
+    CHECK(st_pathtab_init(&deep, &reg, 0) == 0);
+    st_play_init(&pl, &deep, 2);
+    uint64_t zero[2] = {0, 0};
+    for (int i = 0; i < ST_TABLE_MAX_DEPTH + 10; i++)
+        CHECK(st_play_enter(&pl, 1, zero) == 0);
+    for (int i = 0; i < ST_TABLE_MAX_DEPTH + 10; i++)
+        CHECK(st_play_exit(&pl, zero) == 0);
+    st_play_free(&pl);
+    st_mcols_u64(&deep.cols, samples)[deep.nnodes - 1] = 5;
+    st_model_thread_t dth = th;
+    dth.paths = &deep;
+    st_model_t dm = m;
+    dm.threads = &dth;
+    st_strbuf_reset(&b);
+    CHECK(st_table_write_metric(&b, &dm, samples) == 0);
+    CONTAINS(&b, "|_... 9 calls in 9 deeper nodes (folded) |      9 |    257 | samples | samples |"
+                 "      5 |      5 |  100.0 |\n");
+    LACKS(&b, "|    258 |");
+    st_pathtab_free(&deep);
+    st_strbuf_free(&b);
+    st_profile_free(&p);
+    free(first);
+    free(second);
+    st_settings_free(&settings);
+    st_intern_free(&labels);
+    st_pathtab_free(&t);
+    st_metrics_free(&reg);
+}
+
 static void test_merge(void)
 {
     fixture_t f;
@@ -382,12 +542,12 @@ static void test_merge(void)
     st_msg_t msg;
     CHECK(st_merge(&p, two, 2, 0, &msg) == 0);
     CHECK(p.nthreads == 1 && p.model.nruns == 2 && p.model.nranks == 0);
-    const st_calltree_t *t = &p.trees[0];
+    const st_pathtab_t *t = &p.paths[0];
     CHECK(t->nnodes == f.tree.nnodes);
-    CHECK(t->nodes[1].count == 2 && t->nodes[1].acc[0].sum == 2000 &&
-          t->nodes[1].acc[0].min == 1000);
+    const st_tstat_t *main_ = st_model_tstat(&p.threads[0], ST_TIMER_WALL, 1);
+    CHECK(main_->count == 2 && main_->sum == 2000 && main_->min == 1000);
     double mean, var;
-    st_accum_stats(&t->nodes[1], 0, &mean, &var);
+    st_tstat_stats(main_, &mean, &var);
     CHECK(fabs(mean - 1000) < 1e-9 && fabs(var) < 1e-9);
     st_fgraph_t g;
     CHECK(st_fgraph_build(&g, &p.model, -1) == 0);
@@ -398,9 +558,10 @@ static void test_merge(void)
     /* ranks: kept apart; rank 2 never ran fib */
     fixture_t r2;
     fixture(&r2);
-    r2.tree.nodes[2].count = 0; /* pretend fib never ran there */
-    r2.tree.nodes[3].count = 0;
-    r2.tree.nodes[4].count = 0;
+    for (uint32_t i = 2; i <= 4; i++) { /* pretend fib never ran there */
+        st_tstat_t *fib = &st_mcols_timer(&r2.tree.cols, ST_TIMER_WALL)[i];
+        fib->count = fib->merged = 0;
+    }
     f.th.has_rank = 1;
     f.th.rank = 0;
     r2.th.has_rank = 1;
@@ -609,6 +770,7 @@ int main(void)
     test_html();
     test_jsonpull();
     test_roundtrip();
+    test_metrics_v2();
     test_merge();
     test_empty();
     test_formats();
