@@ -320,6 +320,9 @@ def peak_rss(runner, args, env=None):
 
 
 @pytest.mark.skipif(SANITIZED, reason="ASan's quarantine and redzones change what RSS measures")
+@pytest.mark.xfail(strict=True, reason="issue 10, phase 2: the session copies each thread's path "
+                   "table into a call tree for today's model (session.c, calltree_from_paths) "
+                   "until the model reads path tables; remove this mark with that adapter")
 def test_writing_results_costs_little_memory(runner):
     """Writing the results streams every file, the text table too: the peak RSS at
     exit is the call tree plus a constant, not 3-4 times the tree (200,000 nodes cost

@@ -200,13 +200,26 @@ void st_rec_thread_finish(st_rec_thread_t *th)
     th->finished = 1;
     pthread_mutex_unlock(&th->rec->lock);
     st_evbuf_finish(&th->ev);
+    /* what only recording needs goes back too: the stack when no call is open,
+     * the paths' index and spare capacity (made again if the thread records on) */
+    if (th->depth == 0 && th->unpushed == 0) {
+        free(th->stack);
+        th->stack = NULL;
+        th->capstack = 0;
+    }
+    st_pathtab_compact(&th->paths);
+}
+
+void st_rec_thread_name(st_rec_thread_t *th, const char *name)
+{
+    snprintf(th->name, sizeof th->name, "%s", name ? name : "");
 }
 
 int st_rec_grow_stack(st_rec_thread_t *th)
 {
     if (th->failed)
         return ST_ENOMEM;
-    uint32_t cap = th->capstack * 2;
+    uint32_t cap = th->capstack ? th->capstack * 2 : 64;
     st_rec_frame_t *s = realloc(th->stack, (size_t)cap * sizeof *s);
     if (!s) {
         th->failed = 1;

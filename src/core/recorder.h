@@ -22,7 +22,8 @@
  * registered on its first call of st_rec_self() (a lock on that slow path only), so
  * that threads no front end knows (a native program's pthreads) record like any
  * other. At the thread's exit (a pthread key destructor) its event memory goes back
- * to the budget; its path table stays, for the results.
+ * to the budget and what only recording needs is freed; its path table stays, for
+ * the results.
  *
  * Protocol, who may call what:
  *   st_rec_init/free, st_rec_add_metric, st_rec_add_track: setup, one thread, before
@@ -194,9 +195,16 @@ static inline st_rec_thread_t *st_rec_self_sig(const st_recorder_t *r)
     return st_rec_tls.rec_id == r->id ? st_rec_tls.th : NULL;
 }
 
-/* The thread has ended: its event memory goes back to the budget (events.h). Called
- * at thread exit for registered threads; the owner may call it earlier. */
+/* The thread has ended: its event memory goes back to the budget (events.h), and
+ * what only recording needs (its stack of open calls when none is open, the path
+ * table's index and spare capacity: st_pathtab_compact) is freed; its paths and
+ * values stay. Called at thread exit for registered threads; the owner may call it
+ * earlier, and recording may go on afterwards. */
 void st_rec_thread_finish(st_rec_thread_t *th);
+
+/* Names the thread (its track and its results), replacing the "Thread-<tid>" it was
+ * registered with. The owner thread, or after recording has stopped. */
+void st_rec_thread_name(st_rec_thread_t *th, const char *name);
 
 /* Slow halves of enter: grow the stack. */
 int st_rec_grow_stack(st_rec_thread_t *th);
@@ -235,7 +243,8 @@ static inline void st_rec_enter_t(st_rec_thread_t *th, uint32_t label, const voi
     }
     uint64_t t = st_rec_wall(th);
     f->t0[0] = t;
-    f->traced = tracing ? (uint32_t)st_evbuf_begin(&th->ev, label, t) : 0;
+    /* a call with no label (its collector could not make one) has no slice */
+    f->traced = tracing && label != ST_PATH_NONE ? (uint32_t)st_evbuf_begin(&th->ev, label, t) : 0;
 }
 
 static inline void st_rec_enter(st_rec_thread_t *th, uint32_t label, const void *key)
@@ -284,6 +293,15 @@ static inline int st_rec_exit_t(st_rec_thread_t *th, const int tracing)
 static inline int st_rec_exit(st_rec_thread_t *th)
 {
     return st_rec_exit_t(th, th->tracing);
+}
+
+/* 1 when a call entered now could get a new path: the path table is below its node
+ * limit, no allocation failed and the innermost open call was recorded. Collectors
+ * make labels only then, so that their label tables stay bounded by the nodes too. */
+static inline int st_rec_can_grow(const st_rec_thread_t *th)
+{
+    return th->paths.nnodes < th->paths.max_nodes && !th->paths.failed &&
+           (th->depth == 0 || th->stack[th->depth - 1].node != ST_PATH_NONE);
 }
 
 /* The key of the innermost open call, or NULL. */

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/components.h"
 #include "python/exits.h"
 #include "session/args.h"
 
@@ -191,9 +190,6 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     char *sp = strchr(st_py.session.python_version, ' ');
     if (sp)
         *sp = '\0';
-    st_py.ntimers = st_py.session.ntimers;
-    st_py.want_wall = (st_py.session.components & (1u << ST_COMP_WALL_CLOCK)) != 0;
-    st_py.want_cpu = (st_py.session.components & (1u << ST_COMP_CPU_CLOCK)) != 0;
     st_clock_init(st_settings_str(&st_py.settings, ST_S_CLOCK));
     st_pyexit_keep_terminal();
     st_py.live = 1;
@@ -220,8 +216,6 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
         return raise_msg(&msg);
     }
     st_py.tracing = st_py.session.tracing;
-    if (st_py.tracing)
-        st_py.want_wall = 1; /* the timeline needs the tick of every event */
     if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing)
         Py_RETURN_NONE;
     if (st_pybackend_start() < 0) {
@@ -253,17 +247,8 @@ void st_py_finalize(int flush_streams)
     st_pybackend_stop();
     st_session_stop(&st_py.session);
     /* Calls still open (daemon threads, or the main thread's own frames) end now,
-     * in the tree and in the timeline, innermost first. */
-    uint64_t now[ST_NTIMERS] = {st_clock_ticks(), st_clock_thread_cpu_ns()};
-    for (size_t i = 0; i < st_py.session.nthreads; i++) {
-        st_thread_t *th = st_py.session.threads[i];
-        while (th->tree.depth) {
-            uint32_t traced = th->tree.stack[th->tree.depth - 1].traced;
-            st_calltree_close_top(&th->tree, now, st_py.ntimers);
-            if (traced)
-                st_trace_end(&th->trace, now[ST_TIMER_WALL]);
-        }
-    }
+     * in the paths and in the timeline, innermost first. */
+    st_rec_close_all(&st_py.session.rec);
     /* The session keeps the settings as they ended (the program may change them). */
     st_settings_t copy;
     if (st_settings_copy(&copy, &st_py.settings) == 0) {
@@ -289,8 +274,8 @@ void st_py_finalize(int flush_streams)
     FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? notes : NULL;
     st_msg_t msg;
     int failed = 0;
-    for (size_t i = 0; i < st_py.session.nthreads; i++)
-        failed |= st_py.session.threads[i]->tree.failed;
+    for (uint32_t i = 0; i < st_py.session.rec.nthreads; i++)
+        failed |= st_py.session.rec.threads[i]->failed | st_py.session.rec.threads[i]->paths.failed;
     st_session_write(&st_py.session, npt, st_clock_name(), tables, notes, &msg);
     if (notes) {
         st_pybackend_report(notes);

@@ -37,9 +37,26 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
         return st_msg_set(msg, ST_EINVAL, "STRATA_COMPONENTS: no component chosen (choose from "
                                           "trip_count,wall_clock,cpu_clock)");
     }
-    s->ntimers = (s->components & (1u << ST_COMP_CPU_CLOCK))    ? 2
-                 : (s->components & (1u << ST_COMP_WALL_CLOCK)) ? 1
-                                                                 : 0;
+    const st_settings_t *set = &s->settings;
+    s->tracing = st_settings_bool(set, ST_S_TRACE);
+    st_rec_config_t cfg = {
+        .max_nodes = (uint32_t)st_settings_int(set, ST_S_MAX_NODES),
+        .cpu = (s->components & (1u << ST_COMP_CPU_CLOCK)) != 0,
+        .trace = s->tracing,
+        .budget = (uint64_t)st_settings_int(set, ST_S_TRACE_BUFFER_SIZE),
+        .policy = strcmp(st_settings_str(set, ST_S_TRACE_FILL_POLICY), "flush") == 0
+                      ? ST_EV_FLUSH
+                      : ST_EV_DISCARD,
+        .max_depth = (uint32_t)st_settings_int(set, ST_S_TRACE_MAX_DEPTH),
+        .spill_dir = s->outdir, /* filled in by st_session_make_outdir */
+    };
+    if (st_rec_init(&s->rec, &cfg) < 0) {
+        st_intern_free(&s->labels);
+        st_loctab_free(&s->locs);
+        st_settings_free(&s->settings);
+        memset(s, 0, sizeof *s);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
     s->start_ns = st_clock_realtime_ns();
     return 0;
 }
@@ -47,15 +64,6 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
 int st_session_start(st_session_t *s, st_msg_t *msg)
 {
     const st_settings_t *set = &s->settings;
-    if (st_settings_bool(set, ST_S_TRACE)) {
-        int policy = strcmp(st_settings_str(set, ST_S_TRACE_FILL_POLICY), "flush") == 0
-                         ? ST_TRACE_FLUSH
-                         : ST_TRACE_DISCARD;
-        st_trace_shared_init(&s->trace_shared, (uint64_t)st_settings_int(set, ST_S_TRACE_BUFFER_SIZE),
-                             policy, (uint32_t)st_settings_int(set, ST_S_TRACE_MAX_DEPTH),
-                             s->outdir);
-        s->tracing = 1;
-    }
     if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING)) {
         int rc = st_sampler_start(&s->sampler, st_settings_float(set, ST_S_PROCESS_SAMPLING_FREQ),
                                   s->helper_threads, msg);
@@ -76,14 +84,8 @@ void st_session_free(st_session_t *s)
 {
     if (s->sampling)
         st_sampler_free(&s->sampler);
-    for (size_t i = 0; i < s->nthreads; i++) {
-        st_trace_free(&s->threads[i]->trace);
-        st_calltree_free(&s->threads[i]->tree);
-        free(s->threads[i]);
-    }
-    free(s->threads);
-    if (s->tracing)
-        st_trace_shared_free(&s->trace_shared);
+    if (s->rec.id) /* set up (ids start at 1) */
+        st_rec_free(&s->rec);
     for (size_t i = 0; i < s->ncommand; i++)
         free(s->command[i]);
     free(s->command);
@@ -197,42 +199,6 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
         return st_msg_set(msg, ST_EIO, "cannot write in the results folder '%s': %s", path,
                           why.text);
     return 0;
-}
-
-st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *name)
-{
-    if (s->nthreads == s->capthreads) {
-        size_t cap = s->capthreads ? s->capthreads * 2 : 8;
-        st_thread_t **p = realloc(s->threads, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        s->threads = p;
-        s->capthreads = cap;
-    }
-    st_thread_t *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
-    if (st_calltree_init(&t->tree, (uint32_t)st_settings_int(&s->settings, ST_S_MAX_NODES)) < 0) {
-        free(t);
-        return NULL;
-    }
-    if (s->tracing && st_trace_init(&t->trace, &s->trace_shared, (uint32_t)s->nthreads) < 0) {
-        st_calltree_free(&t->tree);
-        free(t);
-        return NULL;
-    }
-    t->index = (uint32_t)s->nthreads;
-    t->tid = tid;
-    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
-    s->threads[s->nthreads++] = t;
-    return t;
-}
-
-void st_session_thread_finished(st_session_t *s, st_thread_t *t)
-{
-    if (s->tracing)
-        st_trace_finish(&t->trace);
-    st_calltree_compact(&t->tree);
 }
 
 /* Streams one file into dir/name, whole or not at all: `render` appends to the
@@ -436,28 +402,102 @@ static const char *rank_words(const st_session_t *s, char *buf, size_t size)
     return buf;
 }
 
+/* TEMPORARY ADAPTER (issue 10, phase 2): today's model (st_model_thread_t) still
+ * reads a call tree per thread, while the recorder keeps a path table with metric
+ * columns. This copies one recorder thread's paths into a call tree as the Python
+ * collector used to fill it: the same node ids and links, the call count, and the
+ * timers it accumulated (wall when the wall clock is a component or the timeline
+ * needed it, the CPU clock when it is a component; with the CPU clock but no wall
+ * time, the wall timer holds the calls at zero time, as before). Deleted when the
+ * model reads path tables (model/model.h). Returns 0 or ST_ENOMEM. */
+static int calltree_from_paths(st_calltree_t *t, const st_rec_thread_t *th, unsigned components,
+                               int tracing)
+{
+    int cpu = (components & (1u << ST_COMP_CPU_CLOCK)) != 0;
+    int wall = (components & (1u << ST_COMP_WALL_CLOCK)) != 0;
+    int ntimers = cpu ? 2 : wall ? 1 : 0;
+    int wall_read = wall || tracing;
+    const st_pathtab_t *p = &th->paths;
+    memset(t, 0, sizeof *t);
+    t->nodes = malloc((size_t)p->nnodes * sizeof *t->nodes);
+    if (!t->nodes)
+        return ST_ENOMEM;
+    t->nnodes = t->capnodes = p->nnodes;
+    t->max_nodes = p->max_nodes;
+    t->dropped = p->dropped;
+    t->failed = p->failed || th->failed;
+    const st_tstat_t *tw = st_mcols_timer(&p->cols, ST_REC_WALL);
+    const st_tstat_t *tc = cpu ? st_mcols_timer(&p->cols, ST_REC_CPU) : NULL;
+    for (uint32_t i = 0; i < p->nnodes; i++) {
+        const st_path_t *src = &p->nodes[i];
+        st_node_t *n = &t->nodes[i];
+        memset(n, 0, sizeof *n);
+        n->label = src->label;
+        n->parent = src->parent;
+        n->first_child = src->first_child;
+        n->last_child = src->last_child;
+        n->next_sibling = src->next_sibling;
+        n->hint = src->hint;
+        n->depth = src->depth;
+        n->count = tw[i].count;
+        n->merged = tw[i].merged;
+        for (int k = 0; k < ST_NTIMERS; k++)
+            n->acc[k].min = UINT64_MAX;
+        for (int k = 0; k < ntimers; k++) {
+            const st_tstat_t *ts = k == ST_TIMER_WALL ? &tw[i] : &tc[i];
+            st_accum_t *a = &n->acc[k];
+            if (k == ST_TIMER_WALL && !wall_read) {
+                a->min = n->count ? 0 : UINT64_MAX;
+                continue;
+            }
+            a->sum = ts->sum;
+            a->min = ts->min;
+            a->max = ts->max;
+            a->self = ts->self;
+            a->merged_sum = ts->merged_sum;
+            a->mean = ts->mean;
+            a->m2 = ts->m2;
+            a->batch_sq = ts->batch_sq;
+        }
+    }
+    return 0;
+}
+
 int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                      const char *clock_name, FILE *tables, FILE *notes, st_msg_t *msg)
 {
-    st_model_thread_t *threads = calloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
-    if (!threads)
+    size_t nthreads = s->rec.nthreads;
+    st_model_thread_t *threads = calloc(nthreads ? nthreads : 1, sizeof *threads);
+    st_calltree_t *trees = calloc(nthreads ? nthreads : 1, sizeof *trees);
+    if (!threads || !trees) {
+        free(threads);
+        free(trees);
         return st_msg_set(msg, ST_ENOMEM, "out of memory writing results");
+    }
     uint64_t dropped = 0;
-    for (size_t i = 0; i < s->nthreads; i++) {
-        threads[i].tree = &s->threads[i]->tree;
-        threads[i].index = s->threads[i]->index;
-        threads[i].tid = s->threads[i]->tid;
-        threads[i].name = s->threads[i]->name;
+    for (size_t i = 0; i < nthreads; i++) {
+        const st_rec_thread_t *th = s->rec.threads[i];
+        if (calltree_from_paths(&trees[i], th, s->components, s->tracing) < 0) {
+            for (size_t j = 0; j < i; j++)
+                st_calltree_free(&trees[j]);
+            free(threads);
+            free(trees);
+            return st_msg_set(msg, ST_ENOMEM, "out of memory writing results");
+        }
+        threads[i].tree = &trees[i];
+        threads[i].index = th->index;
+        threads[i].tid = th->tid;
+        threads[i].name = th->name;
         threads[i].has_rank = s->has_rank;
         threads[i].rank = s->rank;
-        dropped += s->threads[i]->tree.dropped;
+        dropped += th->paths.dropped;
     }
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     st_model_t m = {
         .labels = &s->labels,
         .threads = threads,
-        .nthreads = s->nthreads,
+        .nthreads = nthreads,
         .settings = &s->settings,
         .components = s->components,
         .command = (const char *const *)s->command,
@@ -616,6 +656,9 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     }
     st_session_unmark(s);
     st_strbuf_free(&fail.text);
+    for (size_t i = 0; i < nthreads; i++)
+        st_calltree_free(&trees[i]);
+    free(trees);
     free(threads);
     s->written = fail.n == 0;
     return fail.first_rc;

@@ -1,10 +1,12 @@
-/* A profiling session: the settings it runs with, the label table, every thread's
- * call tree, and the results folder. Front ends (the Python extension, later the
- * preload library) own one session; writers see it only as an st_model_t.
+/* A profiling session: the settings it runs with, the label table, the recorder
+ * every collector feeds (core/recorder.h: each thread's call paths and events), and
+ * the results folder. Front ends (the Python extension, later the preload library)
+ * own one session; writers see it only as an st_model_t.
  *
- * Threads are added as they first run profiled code and are never removed: a
- * thread's tree outlives the thread, so that results include finished threads.
- * Not thread-safe: the Python front end calls it with the GIL held. */
+ * Threads register with the recorder as they first record and are never removed: a
+ * thread's paths outlive the thread, so that results include finished threads.
+ * Not thread-safe apart from the recorder's own protocol: the Python front end calls
+ * it with the GIL held. */
 #ifndef STRATA_SESSION_SESSION_H
 #define STRATA_SESSION_SESSION_H
 
@@ -12,21 +14,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/calltree.h"
 #include "base/err.h"
+#include "core/calltree.h"
 #include "core/intern.h"
 #include "core/loctab.h"
+#include "core/recorder.h"
 #include "core/settings.h"
-#include "core/trace.h"
 #include "system/sampler.h"
-
-typedef struct {
-    st_calltree_t tree;
-    st_trace_t trace;      /* its timeline, when the session traces */
-    uint32_t index;
-    uint64_t tid;
-    char name[64];
-} st_thread_t;
 
 typedef struct {
     st_settings_t settings;
@@ -34,10 +28,8 @@ typedef struct {
     st_loctab_t locs;      /* where each label's code lives (pstats, callgrind) */
     int has_rank;          /* an MPI launcher gave this process a rank */
     uint32_t rank;
-    st_thread_t **threads;
-    size_t nthreads, capthreads;
+    st_recorder_t rec;     /* every thread's paths and events (the settings' limits) */
     unsigned components;   /* 1 << st_component_t for each chosen */
-    int ntimers;           /* timers the trees accumulate: 0, 1 (wall) or 2 (+cpu) */
     char outdir[PATH_MAX]; /* absolute: a program that changes directory keeps it */
     char outdir_shown[PATH_MAX]; /* as the user named it (relative to where strata began) */
     char **command;
@@ -46,16 +38,17 @@ typedef struct {
     char target[128];      /* what runs: the script's or module's name */
     uint64_t start_ns;     /* CLOCK_REALTIME */
     int written;
-    int tracing;           /* threads record timelines (STRATA_TRACE) */
-    st_trace_shared_t trace_shared;
+    int tracing;           /* threads record timelines (STRATA_TRACE; rec.cfg.trace) */
     int sampling;          /* the process sampler runs (STRATA_USE_PROCESS_SAMPLING) */
     int helper_threads;    /* threads the front end runs for strata (set before start):
                             * the sampler leaves them out of the program's */
     st_sampler_t sampler;
 } st_session_t;
 
-/* A session with a copy of settings. Returns 0, ST_ENOMEM, or ST_EINVAL when no
- * component is chosen (msg says so). */
+/* A session with a copy of settings and a recorder set up from them (node limit,
+ * timers, timeline budget, fill policy and depth; a flush spills into the results
+ * folder made later). Returns 0, ST_ENOMEM, or ST_EINVAL when no component is
+ * chosen (msg says so). */
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg);
 void st_session_free(st_session_t *s);
 
@@ -85,9 +78,8 @@ void st_session_unmark(st_session_t *s);
 void st_session_file_name(const st_session_t *s, const char *stem, const char *ext, char *buf,
                           size_t size);
 
-/* Starts what runs beside the collectors, as the settings ask: the timeline's
- * shared buffer (trace) and the process sampler. Call once the results folder
- * exists, before the target starts. */
+/* Starts what runs beside the collectors, as the settings ask: the process
+ * sampler. Call once the results folder exists, before the target starts. */
 int st_session_start(st_session_t *s, st_msg_t *msg);
 
 /* Stops the process sampler (before the results are written). */
@@ -113,15 +105,6 @@ void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t 
  * *rank, or 0. A session with a rank puts it in every file name
  * (profile-<rank>.json, <component>-<rank>.txt) and in profile.json. */
 int st_session_rank_from_env(char *const *envp, uint32_t *rank);
-
-/* A new thread with an empty tree, numbered in order. NULL when out of memory. */
-st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *name);
-
-/* The thread has ended: its timeline's chunks go back to the shared budget (or to
- * the spill file under flush) and its tree gives back what only recording needs, so
- * that a finished thread costs its results and little more (core/trace.h,
- * core/calltree.h). The thread stays in the results. */
-void st_session_thread_finished(st_session_t *s, st_thread_t *t);
 
 /* Writes <component>.txt for each component, profile.json and the other formats
  * asked for into the results folder, each streamed as it is rendered to a temporary

@@ -113,7 +113,7 @@ static const char *const attr_values[] = {"0.1.0", "0", "0", "discard",
 
 /* Plays one thread's events into its tree and timeline, as the collector would:
  * the tree gets both timers, the timeline the wall ticks. */
-static int play(st_calltree_t *t, st_trace_t *tr, const event_t *ev, size_t n, uint64_t scale)
+static int play(st_calltree_t *t, st_evbuf_t *tr, const event_t *ev, size_t n, uint64_t scale)
 {
     static const char keys[64]; /* the frame of depth d is keys + d */
     for (size_t i = 0; i < n; i++) {
@@ -124,10 +124,10 @@ static int play(st_calltree_t *t, st_trace_t *tr, const event_t *ev, size_t n, u
                 return ST_ENOMEM;
             fr->t0[ST_TIMER_WALL] = now[ST_TIMER_WALL];
             fr->t0[ST_TIMER_CPU] = now[ST_TIMER_CPU];
-            fr->traced = (uint32_t)st_trace_begin(tr, (uint32_t)ev[i].label, now[ST_TIMER_WALL]);
+            fr->traced = (uint32_t)st_evbuf_begin(tr, (uint32_t)ev[i].label, now[ST_TIMER_WALL]);
         } else {
             if (t->stack[t->depth - 1].traced)
-                st_trace_end(tr, now[ST_TIMER_WALL]);
+                st_evbuf_end(tr, now[ST_TIMER_WALL]);
             if (!st_calltree_pop(t, keys + t->depth - 1, now, ST_NTIMERS))
                 return ST_EINVAL;
         }
@@ -182,20 +182,22 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         rc = st_settings_load_env(&f->settings, environment, NULL, &msg);
     if (rc == 0)
         rc = build_labels(f);
-    st_trace_shared_init(&f->trace_shared, (uint64_t)st_settings_int(&f->settings, ST_S_TRACE_BUFFER_SIZE),
-                         ST_TRACE_DISCARD,
-                         (uint32_t)st_settings_int(&f->settings, ST_S_TRACE_MAX_DEPTH), NULL);
+    if (rc == 0)
+        rc = st_ev_shared_init(&f->ev_shared,
+                               (uint64_t)st_settings_int(&f->settings, ST_S_TRACE_BUFFER_SIZE),
+                               ST_EV_DISCARD,
+                               (uint32_t)st_settings_int(&f->settings, ST_S_TRACE_MAX_DEPTH), NULL, 0);
     for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
         if (rc == 0)
             rc = st_calltree_init(&f->trees[i], 0);
         if (rc == 0)
-            rc = st_trace_init(&f->traces[i], &f->trace_shared, (uint32_t)i);
+            rc = st_evbuf_init(&f->events[i], &f->ev_shared);
         if (rc == 0)
-            rc = play(&f->trees[i], &f->traces[i], thread_defs[i].events, thread_defs[i].n, scale);
+            rc = play(&f->trees[i], &f->events[i], thread_defs[i].events, thread_defs[i].n, scale);
         f->threads[i] = (st_model_thread_t){.tree = &f->trees[i], .index = (uint32_t)i,
                                             .tid = thread_defs[i].tid, .name = thread_defs[i].name,
                                             .has_rank = 1, .rank = rank};
-        f->tl_threads[i] = (st_timeline_thread_t){.trace = &f->traces[i], .index = (uint32_t)i,
+        f->tl_threads[i] = (st_timeline_thread_t){.events = &f->events[i], .index = (uint32_t)i,
                                                   .tid = thread_defs[i].tid,
                                                   .name = thread_defs[i].name};
     }
@@ -261,10 +263,10 @@ void st_fixture_set_trace_stats(st_fixture_t *f, uint64_t events, uint64_t bytes
 void st_fixture_free(st_fixture_t *f)
 {
     for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
-        st_trace_free(&f->traces[i]);
+        st_evbuf_free(&f->events[i]);
         st_calltree_free(&f->trees[i]);
     }
-    st_trace_shared_free(&f->trace_shared);
+    st_ev_shared_free(&f->ev_shared);
     st_intern_free(&f->labels);
     st_loctab_free(&f->locs);
     st_settings_free(&f->settings);
