@@ -21,6 +21,60 @@
 #include "output/table.h"
 #include "output/registry.h"
 
+/* The process sampler as a collector: it runs its own thread (system/sampler.h) and
+ * contributes its metrics' summaries; its counters also go on the timeline
+ * (trace_out.c reads them from the session). */
+static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
+{
+    (void)c;
+    int rc = st_sampler_start(&s->sampler,
+                              st_settings_float(&s->settings, ST_S_PROCESS_SAMPLING_FREQ),
+                              s->helper_threads, msg);
+    if (rc == 0)
+        s->sampling = 1;
+    return rc;
+}
+
+static void sampler_stop(st_collector_t *c, st_session_t *s)
+{
+    (void)c;
+    st_sampler_stop(&s->sampler);
+}
+
+static void sampler_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
+{
+    (void)c;
+    st_session_t *own = (st_session_t *)s; /* the summaries live in the session */
+    const st_sampler_t *sp = &s->sampler;
+    for (int k = 0; k < sp->nmetrics; k++) {
+        st_model_metric_t *mm = &own->sampler_metrics[k];
+        mm->name = sp->metrics[k].name;
+        mm->units = sp->metrics[k].units;
+        st_sampler_summary(sp, k, &mm->min, &mm->mean, &mm->max);
+    }
+    m->metrics = s->sampler_metrics;
+    m->nmetrics = (size_t)sp->nmetrics;
+    m->sampling_freq = sp->freq;
+    m->nsamples = sp->n;
+    m->sampler_cpu_s = (double)sp->self_cpu_ns * 1e-9;
+    m->gpu_note = *sp->gpu_note ? sp->gpu_note : NULL;
+}
+
+static const st_collector_t sampler_collector = {
+    .name = "process sampler",
+    .start = sampler_start,
+    .stop = sampler_stop,
+    .contribute = sampler_contribute,
+};
+
+int st_session_add_collector(st_session_t *s, const st_collector_t *c)
+{
+    if (s->ncollectors == ST_SESSION_MAX_COLLECTORS)
+        return ST_EINVAL;
+    s->collectors[s->ncollectors++] = *c;
+    return 0;
+}
+
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg)
 {
     memset(s, 0, sizeof *s);
@@ -57,27 +111,97 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
         memset(s, 0, sizeof *s);
         return st_msg_set(msg, ST_ENOMEM, "out of memory");
     }
+    /* the built-in collectors, started before any the front end adds */
+    if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING))
+        st_session_add_collector(s, &sampler_collector);
+    if (s->tracing)
+        st_session_add_collector(s, &st_session_timeline_collector);
     s->start_ns = st_clock_realtime_ns();
     return 0;
 }
 
+int st_session_begin(st_session_t *s, const st_settings_t *settings, const char *target,
+                     int argc, char *const *argv, st_msg_t *msg)
+{
+    int rc = st_session_init(s, settings, msg);
+    if (rc < 0)
+        return rc;
+    rc = st_session_make_outdir(s, target, msg);
+    if (rc == 0 && st_session_set_command(s, argc, argv) < 0)
+        rc = st_msg_set(msg, ST_ENOMEM, "out of memory");
+    if (rc < 0) {
+        st_session_free(s);
+        return rc;
+    }
+    st_clock_init(st_settings_str(&s->settings, ST_S_CLOCK));
+    return 0;
+}
+
+/* Stops the first `n` collectors started, the last first. */
+static void stop_collectors(st_session_t *s)
+{
+    while (s->nstarted > 0) {
+        st_collector_t *c = &s->collectors[--s->nstarted];
+        if (c->stop)
+            c->stop(c, s);
+    }
+}
+
+/* Nothing ran: the results folder goes (its note first; the folder only if empty,
+ * and the strata-<target>-output folder above it too when strata named both). */
+static void discard_outdir(st_session_t *s)
+{
+    st_session_unmark(s);
+    if (rmdir(s->outdir) == 0 && !*st_settings_str(&s->settings, ST_S_OUTPUT_PATH)) {
+        char *slash = strrchr(s->outdir, '/');
+        if (slash) {
+            *slash = '\0';
+            rmdir(s->outdir);
+            *slash = '/';
+        }
+    }
+}
+
 int st_session_start(st_session_t *s, st_msg_t *msg)
 {
-    const st_settings_t *set = &s->settings;
-    if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING)) {
-        int rc = st_sampler_start(&s->sampler, st_settings_float(set, ST_S_PROCESS_SAMPLING_FREQ),
-                                  s->helper_threads, msg);
-        if (rc < 0)
+    for (int i = 0; i < s->ncollectors; i++) {
+        st_collector_t *c = &s->collectors[i];
+        int rc = c->start ? c->start(c, s, msg) : 0;
+        if (rc < 0) {
+            stop_collectors(s);
+            discard_outdir(s);
             return rc;
-        s->sampling = 1;
+        }
+        s->nstarted = s->nran = i + 1;
     }
     return 0;
 }
 
 void st_session_stop(st_session_t *s)
 {
-    if (s->sampling)
-        st_sampler_stop(&s->sampler);
+    stop_collectors(s);
+    st_rec_close_all(&s->rec);
+}
+
+int st_session_finish(st_session_t *s, const st_settings_t *settings, FILE *tables, FILE *notes,
+                      st_msg_t *msg)
+{
+    st_settings_t copy;
+    if (settings && st_settings_copy(&copy, settings) == 0) {
+        st_settings_free(&s->settings);
+        s->settings = copy;
+    }
+    int failed = 0;
+    for (uint32_t i = 0; i < s->rec.nthreads; i++)
+        failed |= s->rec.threads[i]->failed | s->rec.threads[i]->paths.failed;
+    double npt[ST_NTIMERS] = {st_clock_ns_per_tick(), 1.0};
+    int rc = st_session_write(s, npt, st_clock_name(), tables, notes, msg);
+    if (notes && failed) {
+        fprintf(notes, "strata: error: memory ran out while profiling; the profile is "
+                       "incomplete\n");
+        fflush(notes);
+    }
+    return rc;
 }
 
 void st_session_free(st_session_t *s)
@@ -502,7 +626,6 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         .components = s->components,
         .command = (const char *const *)s->command,
         .ncommand = s->ncommand,
-        .python_version = s->python_version,
         .clock_name = clock_name,
         .pid = (long)getpid(),
         .host = host,
@@ -520,33 +643,16 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     failures_t fail = {.n = 0, .first = msg, .first_rc = 0};
     st_strbuf_init(&fail.text);
     st_msg_t one;
-    /* The timeline first: profile.json records what writing it gave. */
-    uint64_t tstats[4] = {0, 0, 0, 0};
-    if (s->tracing) {
-        uint64_t t0 = st_clock_monotonic_ns();
-        failed(&fail, st_session_write_timeline(s, ns_per_tick[ST_TIMER_WALL], tstats, &one), &one);
-        m.trace_write_s = (double)(st_clock_monotonic_ns() - t0) * 1e-9;
-        m.has_trace = 1;
-        m.trace_events = tstats[0];
-        m.trace_dropped = tstats[1];
-        m.trace_too_deep = tstats[2];
-        m.trace_bytes = tstats[3];
-    }
-    st_model_metric_t metrics[ST_SAMPLER_MAX_METRICS];
-    if (s->sampling) {
-        const st_sampler_t *sp = &s->sampler;
-        for (int k = 0; k < sp->nmetrics; k++) {
-            metrics[k].name = sp->metrics[k].name;
-            metrics[k].units = sp->metrics[k].units;
-            st_sampler_summary(sp, k, &metrics[k].min, &metrics[k].mean, &metrics[k].max);
-        }
-        m.metrics = metrics;
-        m.nmetrics = (size_t)sp->nmetrics;
-        m.sampling_freq = sp->freq;
-        m.nsamples = sp->n;
-        m.sampler_cpu_s = (double)sp->self_cpu_ns * 1e-9;
-        m.gpu_note = *sp->gpu_note ? sp->gpu_note : NULL;
-    }
+    /* The collectors that ran flush first (the timeline: profile.json records what
+     * writing it gave), then contribute to the model. */
+    for (int i = 0; i < ST_NTIMERS; i++)
+        s->ns_per_tick[i] = ns_per_tick[i];
+    for (int i = 0; i < s->nran; i++)
+        if (s->collectors[i].flush)
+            failed(&fail, s->collectors[i].flush(&s->collectors[i], s, &one), &one);
+    for (int i = 0; i < s->nran; i++)
+        if (s->collectors[i].contribute)
+            s->collectors[i].contribute(&s->collectors[i], s, &m);
 
     int precision = (int)st_settings_int(&s->settings, ST_S_PRECISION);
     unsigned formats = output_formats(&s->settings);
@@ -628,7 +734,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));
         if (s->tracing)
-            st_session_print_trace_summary(tables, NULL, s, tstats);
+            st_session_print_trace_summary(tables, NULL, s, s->trace_stats);
         if (s->sampling)
             fprintf(tables, "[strata] process sampling: %zu samples at %g per second; the sampler "
                             "used %.1f ms of CPU%s%s\n",
@@ -642,7 +748,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             fprintf(notes, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
                     (unsigned long long)dropped);
         if (s->tracing)
-            st_session_print_trace_summary(NULL, notes, s, tstats);
+            st_session_print_trace_summary(NULL, notes, s, s->trace_stats);
         if (s->sampling && s->sampler.failed)
             fprintf(notes, "[strata] process sampling stopped early: out of memory\n");
         if (fail.n) {

@@ -1,4 +1,5 @@
-/* The session's timeline files: trace.pftrace (Perfetto) and trace.json (Chrome). */
+/* The session's timeline: its collector, and its files trace.pftrace (Perfetto) and
+ * trace.json (Chrome), written from the recorder's events. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -179,6 +180,35 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
     st_strbuf_free(&command);
     return rc;
 }
+
+/* The timeline as a collector: its events are the recorder's, so it has nothing to
+ * start or stop; it writes its files when results are written and contributes what
+ * that gave. */
+static int timeline_flush(st_collector_t *c, st_session_t *s, st_msg_t *msg)
+{
+    (void)c;
+    uint64_t t0 = st_clock_monotonic_ns();
+    int rc = st_session_write_timeline(s, s->ns_per_tick[ST_TIMER_WALL], s->trace_stats, msg);
+    s->trace_write_s = (double)(st_clock_monotonic_ns() - t0) * 1e-9;
+    return rc;
+}
+
+static void timeline_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
+{
+    (void)c;
+    m->has_trace = 1;
+    m->trace_write_s = s->trace_write_s;
+    m->trace_events = s->trace_stats[0];
+    m->trace_dropped = s->trace_stats[1];
+    m->trace_too_deep = s->trace_stats[2];
+    m->trace_bytes = s->trace_stats[3];
+}
+
+const st_collector_t st_session_timeline_collector = {
+    .name = "timeline",
+    .flush = timeline_flush,
+    .contribute = timeline_contribute,
+};
 
 void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t *s,
                                     const uint64_t stats[4])
