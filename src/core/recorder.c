@@ -14,10 +14,17 @@ __thread st_rec_tls_t st_rec_tls __attribute__((tls_model("initial-exec")));
 /* Recorder ids start at 1, so that a thread's zeroed pointer matches none. */
 static _Atomic uint64_t next_id = 1;
 
+static void finish_locked(st_rec_thread_t *th);
+
+/* The pthread key's destructor: the thread has exited, maybe without its front end
+ * knowing (or after it finished the thread itself: then nothing more is done). */
 static void thread_exit(void *arg)
 {
     st_rec_thread_t *th = arg;
-    st_rec_thread_finish(th);
+    pthread_mutex_lock(&th->rec->lock);
+    if (!th->rec->sealed && !th->finished)
+        finish_locked(th);
+    pthread_mutex_unlock(&th->rec->lock);
     if (st_rec_tls.th == th) {
         st_rec_tls.th = NULL;
         st_rec_tls.rec_id = 0;
@@ -194,11 +201,10 @@ __attribute__((noinline, cold)) st_rec_thread_t *st_rec_register(st_recorder_t *
     return th;
 }
 
-void st_rec_thread_finish(st_rec_thread_t *th)
+/* Lock held: registrations read `finished`, and st_rec_seal waits for it. */
+static void finish_locked(st_rec_thread_t *th)
 {
-    pthread_mutex_lock(&th->rec->lock); /* registrations read `finished` */
     th->finished = 1;
-    pthread_mutex_unlock(&th->rec->lock);
     st_evbuf_finish(&th->ev);
     /* what only recording needs goes back too: the stack when no call is open,
      * the paths' index and spare capacity (made again if the thread records on) */
@@ -208,6 +214,21 @@ void st_rec_thread_finish(st_rec_thread_t *th)
         th->capstack = 0;
     }
     st_pathtab_compact(&th->paths);
+}
+
+void st_rec_thread_finish(st_rec_thread_t *th)
+{
+    pthread_mutex_lock(&th->rec->lock);
+    if (!th->rec->sealed)
+        finish_locked(th);
+    pthread_mutex_unlock(&th->rec->lock);
+}
+
+void st_rec_seal(st_recorder_t *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->sealed = 1;
+    pthread_mutex_unlock(&r->lock);
 }
 
 void st_rec_thread_name(st_rec_thread_t *th, const char *name)

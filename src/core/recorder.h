@@ -39,7 +39,11 @@
  *     st_rec_sample_lost for a thread with no state).
  *   st_rec_maintain: any thread (a sampler thread, the end of the run): refills the
  *     ring of signal chunks, spills full ones under flush. Takes the locks.
- *   st_rec_close_all, st_rec_fold_samples, reading: after recording has stopped.
+ *   st_rec_thread_finish: the owner, or any thread after the owner's end; takes the
+ *     lock (a pthread key destructor does it at thread exit, unless done already).
+ *   st_rec_seal: after recording has stopped; then thread ends change nothing.
+ *   st_rec_close_all, st_rec_fold_samples, reading: after recording has stopped
+ *     (and st_rec_seal, where threads may still exit meanwhile).
  * Ownership: the recorder owns every thread state, track and metric; pointers it
  * returns live until st_rec_free. */
 #ifndef STRATA_CORE_RECORDER_H
@@ -141,6 +145,7 @@ typedef struct st_recorder {
     uint32_t ntracks, captracks;
     _Atomic uint64_t sample_lost; /* samples in threads with no state */
     int started;              /* a thread registered: no new metrics */
+    int sealed;               /* recording has stopped: thread ends change nothing */
 } st_recorder_t;
 
 /* Sets up a recorder: metrics wall_clock (and cpu_clock), alloc_bytes, allocs,
@@ -198,8 +203,9 @@ static inline st_rec_thread_t *st_rec_self_sig(const st_recorder_t *r)
 /* The thread has ended: its event memory goes back to the budget (events.h), and
  * what only recording needs (its stack of open calls when none is open, the path
  * table's index and spare capacity: st_pathtab_compact) is freed; its paths and
- * values stay. Called at thread exit for registered threads; the owner may call it
- * earlier, and recording may go on afterwards. */
+ * values stay. Called at thread exit for registered threads (unless the owner did
+ * it already); the owner may call it earlier, and recording may go on afterwards.
+ * Does nothing once the recorder is sealed. */
 void st_rec_thread_finish(st_rec_thread_t *th);
 
 /* Names the thread (its track and its results), replacing the "Thread-<tid>" it was
@@ -359,8 +365,15 @@ void st_rec_flow(st_rec_thread_t *th, uint64_t id);
 /* Refills the signal chunks; spills full ones under flush. Any thread. */
 void st_rec_maintain(st_recorder_t *r);
 
+/* Recording has stopped: from now on a thread's end (its pthread key destructor,
+ * or st_rec_thread_finish) leaves its state as it is, so that the results can be
+ * read while threads still exit; waits for one that is being finished now. Any
+ * thread, once recording has stopped, before closing calls and reading. */
+void st_rec_seal(st_recorder_t *r);
+
 /* Closes every open call of every thread now (the caller's clocks), innermost
- * first. After recording has stopped. */
+ * first. After recording has stopped (and st_rec_seal where threads may still
+ * exit). */
 void st_rec_close_all(st_recorder_t *r);
 
 /* Folds every thread's recorded samples into its path table (the sample's metric

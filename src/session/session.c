@@ -180,6 +180,8 @@ int st_session_start(st_session_t *s, st_msg_t *msg)
 void st_session_stop(st_session_t *s)
 {
     stop_collectors(s);
+    /* threads that still exit (daemon threads, C threads) leave their state be */
+    st_rec_seal(&s->rec);
     st_rec_close_all(&s->rec);
 }
 

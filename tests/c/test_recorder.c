@@ -282,10 +282,21 @@ static void test_node_limit(void)
     st_rec_free(&r);
 }
 
+/* A thread that records one call of label 9 and exits. */
+static void *record_one(void *arg)
+{
+    st_rec_thread_t *th = st_rec_self(arg);
+    if (th) {
+        st_rec_enter(th, 9, NULL);
+        st_rec_exit(th);
+    }
+    return NULL;
+}
+
 /* What the Python collector relies on: st_rec_can_grow (it makes labels only then),
  * a call with no label (ST_PATH_NONE) counted and kept off the timeline, naming a
- * thread, and a finished thread that gives back its recording memory, keeps its
- * values and records on. */
+ * thread, a finished thread that gives back its recording memory, keeps its
+ * values and records on, and a sealed recorder whose thread ends change nothing. */
 static void test_collector_protocol(void)
 {
     fake_clock_t clk = {0, 0};
@@ -332,6 +343,16 @@ static void test_collector_protocol(void)
     CHECK(th->paths.nnodes == 4 && child(&th->paths, b, 3) == 3 && !th->paths.failed);
     CHECK(wall_of(th, a)->count == 2 && wall_of(th, b)->count == 2 && wall_of(th, 3)->sum == 1);
     CHECK(st_mcols_timer(&th->paths.cols, ST_REC_WALL)[3].count == 1);
+
+    /* sealed: thread ends leave states as they are, for reading (a finish, and a
+     * pthread's exit) */
+    st_rec_seal(&r);
+    st_rec_thread_finish(th);
+    CHECK(th->stack != NULL && th->paths.children.count > 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, record_one, &r) == 0 && pthread_join(t, NULL) == 0);
+    CHECK(r.nthreads == 2 && !r.threads[1]->finished && r.threads[1]->stack != NULL);
+    CHECK(wall_of(r.threads[1], child(&r.threads[1]->paths, 0, 9))->count == 1);
     st_rec_free(&r);
 }
 
