@@ -156,8 +156,7 @@ static st_rec_thread_t *thread_new(st_recorder_t *r)
         goto fail;
     if (st_pathtab_init(&th->paths, &r->metrics, r->cfg.max_nodes) < 0)
         goto fail_stack;
-    if (st_evbuf_init(&th->ev, &r->ev) < 0)
-        goto fail_paths;
+    st_evbuf_init(&th->ev, &r->ev);
     th->ntimers = r->cfg.cpu ? 2 : 1;
     th->tracing = r->cfg.trace;
     th->wall = r->cfg.wall;
@@ -170,8 +169,6 @@ static st_rec_thread_t *thread_new(st_recorder_t *r)
     r->threads[r->nthreads++] = th;
     r->started = 1;
     return th;
-fail_paths:
-    st_pathtab_free(&th->paths);
 fail_stack:
     free(th->stack);
 fail:

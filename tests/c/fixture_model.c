@@ -190,8 +190,7 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
     for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
         if (rc == 0)
             rc = st_calltree_init(&f->trees[i], 0);
-        if (rc == 0)
-            rc = st_evbuf_init(&f->events[i], &f->ev_shared);
+        st_evbuf_init(&f->events[i], &f->ev_shared);
         if (rc == 0)
             rc = play(&f->trees[i], &f->events[i], thread_defs[i].events, thread_defs[i].n, scale);
         f->threads[i] = (st_model_thread_t){.tree = &f->trees[i], .index = (uint32_t)i,
