@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -477,23 +478,81 @@ def test_threads_started_before_profiling_are_followed(runner):
         def early():
             go.wait()
             early_leaf()
+            builtins.EARLY_TID = threading.get_native_id()
             done.set()
 
         builtins.GO, builtins.DONE = go, done
         threading.Thread(target=early, name="early-thread", daemon=True).start()
     """)
     runner.write("s.py", """
+        import threading
+
         def main():
             GO.set()
             DONE.wait()
 
         main()
+        print("tids", threading.get_native_id(), EARLY_TID)
     """)
-    _, out = run(runner, "-s", "setup_t.py", "-R", "^main$", "^early_leaf$")
+    res, out = run(runner, "-s", "setup_t.py", "-R", "^main$", "^early_leaf$")
     table = read_table(out, "trip_count")
     assert shape(table) == [(0, ("main",), 1), (1, ("early_leaf",), 1)], table.text
     data = json.loads((out / "profile.json").read_text())
     assert [t["name"] for t in data["threads"]] == ["MainThread", "early-thread"]
+    # each thread registered with the recorder from itself (its own kernel thread id)
+    tids = [int(w) for w in res.stdout.split("tids")[1].split()[:2]]
+    assert [t["tid"] for t in data["threads"]] == tids, (data["threads"], tids)
+
+
+C_THREAD = """
+#include <pthread.h>
+static void *run(void *fn) { ((void (*)(void))fn)(); return 0; }
+int run_in_thread(void (*fn)(void))
+{
+    pthread_t t;
+    return pthread_create(&t, 0, run, (void *)fn) ? -1 : pthread_join(t, 0);
+}
+"""
+
+
+@needs_monitoring
+def test_threads_python_never_started_are_followed(runner):
+    """A pthread started in C, which threading never knew, records once it runs Python
+    code (a ctypes callback): the recorder registers it on its first call and it gets
+    a made-up name. (3.11's profile hook reaches only the threads threading starts and
+    those that exist when profiling starts.)"""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is needed to build the C library that starts the thread")
+    (runner.dir / "cthread.c").write_text(C_THREAD)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(runner.dir / "libcthread.so"),
+                    str(runner.dir / "cthread.c"), "-lpthread"], check=True)
+    runner.write("s.py", f"""
+        import ctypes, threading
+
+        lib = ctypes.CDLL({str(runner.dir / "libcthread.so")!r})
+
+        def leaf():
+            pass
+
+        def in_c_thread():
+            for _ in range(3):
+                leaf()
+            print("c tid", threading.get_native_id(), flush=True)
+
+        callback = ctypes.CFUNCTYPE(None)(in_c_thread)
+
+        def main():
+            assert lib.run_in_thread(callback) == 0
+
+        main()
+    """)
+    res, out = run(runner, "-R", "^main$", "^in_c_thread$", "^leaf$")
+    table = read_table(out, "trip_count")
+    assert shape(table) == [(0, ("main",), 1), (1, ("in_c_thread",), 1),
+                            (1, ("in_c_thread", "leaf"), 3)], table.text
+    threads = json.loads((out / "profile.json").read_text())["threads"]
+    assert len(threads) == 2 and threads[1]["name"].startswith("Thread-"), threads
+    assert threads[1]["tid"] == int(res.stdout.split("c tid")[1].split()[0]), threads
 
 
 # ------------------------------------------------------ a program with its own profiler

@@ -157,18 +157,15 @@ static void lane_use(st_evlane_t *l, st_evchunk_t *c)
     l->end = c->w + c->cap;
 }
 
-int st_evbuf_init(st_evbuf_t *b, st_ev_shared_t *sh)
+void st_evbuf_init(st_evbuf_t *b, st_ev_shared_t *sh)
 {
     memset(b, 0, sizeof *b);
     b->shared = sh;
     atomic_store(&b->lost, 0);
     atomic_store(&b->sig_written, 0);
-    b->capreserve = sh->max_depth + 1;
-    b->reserve = malloc(b->capreserve * sizeof *b->reserve);
-    if (!b->reserve)
-        return ST_ENOMEM;
+    /* the reserve is made with the first chunk (st_evbuf_grow): a thread that
+     * records no event (no timeline) costs nothing for it */
     st_ev_refill(sh);
-    return 0;
 }
 
 void st_evbuf_free(st_evbuf_t *b)
@@ -262,7 +259,7 @@ int st_evbuf_grow(st_evbuf_t *b, uint32_t words)
     if (l->full || words > ST_EV_CHUNK_WORDS)
         return -1;
     if (!b->reserve) {
-        /* given back when the thread finished; it records again */
+        /* made with the first chunk, or again after the thread finished */
         b->capreserve = sh->max_depth + 1;
         b->reserve = malloc(b->capreserve * sizeof *b->reserve);
         if (!b->reserve) {

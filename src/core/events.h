@@ -176,9 +176,10 @@ void st_ev_shared_free(st_ev_shared_t *sh);
 /* Fills the ring of signal chunks from the budget. Any thread, not signal-safe. */
 void st_ev_refill(st_ev_shared_t *sh);
 
-/* An empty buffer (the ring is refilled; the signal lane takes its first chunk at
- * its first event). Returns 0 or ST_ENOMEM. Thread context. */
-int st_evbuf_init(st_evbuf_t *b, st_ev_shared_t *sh);
+/* An empty buffer: nothing is allocated until its first event (the main lane's
+ * first chunk comes with the reserve; the signal lane takes its first chunk from the
+ * ring, which is refilled now). Thread context. */
+void st_evbuf_init(st_evbuf_t *b, st_ev_shared_t *sh);
 void st_evbuf_free(st_evbuf_t *b);
 
 /* The thread has finished: its memory goes back (see above). Recording may go on

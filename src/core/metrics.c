@@ -218,6 +218,20 @@ void st_mcols_free(st_mcols_t *c)
     memset(c, 0, sizeof *c);
 }
 
+void st_mcols_shrink(st_mcols_t *c, uint32_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (n >= c->cap)
+        return;
+    for (uint32_t i = 0; i < c->ncols; i++) {
+        void *p = realloc(c->cols[i], (size_t)n * st_metric_cell_size(c->kinds[i]));
+        if (p)
+            c->cols[i] = p; /* else it keeps more cells than it needs */
+    }
+    c->cap = n;
+}
+
 int st_mcols_reserve(st_mcols_t *c, uint32_t n)
 {
     if (n <= c->cap)

@@ -193,6 +193,10 @@ int st_mcols_sync(st_mcols_t *c, const st_metrics_t *m);
  * (the columns are unchanged then). Not on the hot path: called when a node is made. */
 int st_mcols_reserve(st_mcols_t *c, uint32_t n);
 
+/* Gives back the cells from `n` on (at least 1 is kept): a finished thread keeps its
+ * values and little else. A failed shrink leaves a column as it was. */
+void st_mcols_shrink(st_mcols_t *c, uint32_t n);
+
 /* Typed cell access; the caller knows the metric's kind. */
 static inline st_tstat_t *st_mcols_timer(const st_mcols_t *c, uint32_t metric)
 {

@@ -43,7 +43,7 @@ static uint32_t make(st_pathtab_t *t, uint32_t parent, uint32_t label, int index
     if (t->nnodes >= t->max_nodes || t->failed)
         return ST_PATH_NONE;
     if (t->nnodes == t->capnodes) {
-        uint32_t cap = t->capnodes * 2;
+        uint32_t cap = t->capnodes ? t->capnodes * 2 : 64;
         st_path_t *nodes = realloc(t->nodes, (size_t)cap * sizeof *nodes);
         if (!nodes)
             goto fail;
@@ -73,12 +73,26 @@ uint32_t st_pathtab_append(st_pathtab_t *t, uint32_t parent, uint32_t label)
     return parent < t->nnodes ? make(t, parent, label, 0) : ST_PATH_NONE;
 }
 
+void st_pathtab_compact(st_pathtab_t *t)
+{
+    st_u64map_free(&t->children);
+    if (t->capnodes > t->nnodes) {
+        st_path_t *n = realloc(t->nodes, (size_t)t->nnodes * sizeof *n);
+        if (n) {
+            t->nodes = n;
+            t->capnodes = t->nnodes;
+        }
+    }
+    st_mcols_shrink(&t->cols, t->nnodes);
+}
+
 int st_pathtab_reindex(st_pathtab_t *t)
 {
     st_u64map_free(&t->children);
     for (uint32_t i = 1; i < t->nnodes; i++) {
         uint64_t key = ((uint64_t)t->nodes[i].parent << 32) | t->nodes[i].label;
         if (st_u64map_put(&t->children, key, i, NULL) < 0) {
+            st_u64map_free(&t->children);
             t->failed = 1;
             return ST_ENOMEM;
         }
@@ -88,6 +102,10 @@ int st_pathtab_reindex(st_pathtab_t *t)
 
 uint32_t st_pathtab_find(st_pathtab_t *t, uint32_t parent, uint32_t label)
 {
+    if (__builtin_expect(t->children.count == 0 && t->nnodes > 1, 0) && st_pathtab_reindex(t) < 0) {
+        t->dropped++;
+        return ST_PATH_NONE;
+    }
     uint64_t key = ((uint64_t)parent << 32) | label;
     uint32_t node = st_u64map_get(&t->children, key);
     if (node == UINT32_MAX)

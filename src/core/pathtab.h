@@ -47,6 +47,12 @@ typedef struct {
 int st_pathtab_init(st_pathtab_t *t, const st_metrics_t *m, uint32_t max_nodes);
 void st_pathtab_free(st_pathtab_t *t);
 
+/* The thread has finished: gives back what only recording needs (the (parent,
+ * label) index, spare node and column capacity), so that a finished thread keeps
+ * its paths and values and little else. Recording may go on afterwards: what was
+ * given back is made again when needed. */
+void st_pathtab_compact(st_pathtab_t *t);
+
 /* Slow half of st_pathtab_child: the map lookup, or a new node. */
 uint32_t st_pathtab_find(st_pathtab_t *t, uint32_t parent, uint32_t label);
 

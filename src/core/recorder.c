@@ -14,10 +14,17 @@ __thread st_rec_tls_t st_rec_tls __attribute__((tls_model("initial-exec")));
 /* Recorder ids start at 1, so that a thread's zeroed pointer matches none. */
 static _Atomic uint64_t next_id = 1;
 
+static void finish_locked(st_rec_thread_t *th);
+
+/* The pthread key's destructor: the thread has exited, maybe without its front end
+ * knowing (or after it finished the thread itself: then nothing more is done). */
 static void thread_exit(void *arg)
 {
     st_rec_thread_t *th = arg;
-    st_rec_thread_finish(th);
+    pthread_mutex_lock(&th->rec->lock);
+    if (!th->rec->sealed && !th->finished)
+        finish_locked(th);
+    pthread_mutex_unlock(&th->rec->lock);
     if (st_rec_tls.th == th) {
         st_rec_tls.th = NULL;
         st_rec_tls.rec_id = 0;
@@ -149,8 +156,7 @@ static st_rec_thread_t *thread_new(st_recorder_t *r)
         goto fail;
     if (st_pathtab_init(&th->paths, &r->metrics, r->cfg.max_nodes) < 0)
         goto fail_stack;
-    if (st_evbuf_init(&th->ev, &r->ev) < 0)
-        goto fail_paths;
+    st_evbuf_init(&th->ev, &r->ev);
     th->ntimers = r->cfg.cpu ? 2 : 1;
     th->tracing = r->cfg.trace;
     th->wall = r->cfg.wall;
@@ -163,8 +169,6 @@ static st_rec_thread_t *thread_new(st_recorder_t *r)
     r->threads[r->nthreads++] = th;
     r->started = 1;
     return th;
-fail_paths:
-    st_pathtab_free(&th->paths);
 fail_stack:
     free(th->stack);
 fail:
@@ -194,19 +198,46 @@ __attribute__((noinline, cold)) st_rec_thread_t *st_rec_register(st_recorder_t *
     return th;
 }
 
+/* Lock held: registrations read `finished`, and st_rec_seal waits for it. */
+static void finish_locked(st_rec_thread_t *th)
+{
+    th->finished = 1;
+    st_evbuf_finish(&th->ev);
+    /* what only recording needs goes back too: the stack when no call is open,
+     * the paths' index and spare capacity (made again if the thread records on) */
+    if (th->depth == 0 && th->unpushed == 0) {
+        free(th->stack);
+        th->stack = NULL;
+        th->capstack = 0;
+    }
+    st_pathtab_compact(&th->paths);
+}
+
 void st_rec_thread_finish(st_rec_thread_t *th)
 {
-    pthread_mutex_lock(&th->rec->lock); /* registrations read `finished` */
-    th->finished = 1;
+    pthread_mutex_lock(&th->rec->lock);
+    if (!th->rec->sealed)
+        finish_locked(th);
     pthread_mutex_unlock(&th->rec->lock);
-    st_evbuf_finish(&th->ev);
+}
+
+void st_rec_seal(st_recorder_t *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->sealed = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void st_rec_thread_name(st_rec_thread_t *th, const char *name)
+{
+    snprintf(th->name, sizeof th->name, "%s", name ? name : "");
 }
 
 int st_rec_grow_stack(st_rec_thread_t *th)
 {
     if (th->failed)
         return ST_ENOMEM;
-    uint32_t cap = th->capstack * 2;
+    uint32_t cap = th->capstack ? th->capstack * 2 : 64;
     st_rec_frame_t *s = realloc(th->stack, (size_t)cap * sizeof *s);
     if (!s) {
         th->failed = 1;

@@ -22,7 +22,8 @@
  * registered on its first call of st_rec_self() (a lock on that slow path only), so
  * that threads no front end knows (a native program's pthreads) record like any
  * other. At the thread's exit (a pthread key destructor) its event memory goes back
- * to the budget; its path table stays, for the results.
+ * to the budget and what only recording needs is freed; its path table stays, for
+ * the results.
  *
  * Protocol, who may call what:
  *   st_rec_init/free, st_rec_add_metric, st_rec_add_track: setup, one thread, before
@@ -38,7 +39,11 @@
  *     st_rec_sample_lost for a thread with no state).
  *   st_rec_maintain: any thread (a sampler thread, the end of the run): refills the
  *     ring of signal chunks, spills full ones under flush. Takes the locks.
- *   st_rec_close_all, st_rec_fold_samples, reading: after recording has stopped.
+ *   st_rec_thread_finish: the owner, or any thread after the owner's end; takes the
+ *     lock (a pthread key destructor does it at thread exit, unless done already).
+ *   st_rec_seal: after recording has stopped; then thread ends change nothing.
+ *   st_rec_close_all, st_rec_fold_samples, reading: after recording has stopped
+ *     (and st_rec_seal, where threads may still exit meanwhile).
  * Ownership: the recorder owns every thread state, track and metric; pointers it
  * returns live until st_rec_free. */
 #ifndef STRATA_CORE_RECORDER_H
@@ -140,6 +145,7 @@ typedef struct st_recorder {
     uint32_t ntracks, captracks;
     _Atomic uint64_t sample_lost; /* samples in threads with no state */
     int started;              /* a thread registered: no new metrics */
+    int sealed;               /* recording has stopped: thread ends change nothing */
 } st_recorder_t;
 
 /* Sets up a recorder: metrics wall_clock (and cpu_clock), alloc_bytes, allocs,
@@ -194,9 +200,17 @@ static inline st_rec_thread_t *st_rec_self_sig(const st_recorder_t *r)
     return st_rec_tls.rec_id == r->id ? st_rec_tls.th : NULL;
 }
 
-/* The thread has ended: its event memory goes back to the budget (events.h). Called
- * at thread exit for registered threads; the owner may call it earlier. */
+/* The thread has ended: its event memory goes back to the budget (events.h), and
+ * what only recording needs (its stack of open calls when none is open, the path
+ * table's index and spare capacity: st_pathtab_compact) is freed; its paths and
+ * values stay. Called at thread exit for registered threads (unless the owner did
+ * it already); the owner may call it earlier, and recording may go on afterwards.
+ * Does nothing once the recorder is sealed. */
 void st_rec_thread_finish(st_rec_thread_t *th);
+
+/* Names the thread (its track and its results), replacing the "Thread-<tid>" it was
+ * registered with. The owner thread, or after recording has stopped. */
+void st_rec_thread_name(st_rec_thread_t *th, const char *name);
 
 /* Slow halves of enter: grow the stack. */
 int st_rec_grow_stack(st_rec_thread_t *th);
@@ -235,7 +249,8 @@ static inline void st_rec_enter_t(st_rec_thread_t *th, uint32_t label, const voi
     }
     uint64_t t = st_rec_wall(th);
     f->t0[0] = t;
-    f->traced = tracing ? (uint32_t)st_evbuf_begin(&th->ev, label, t) : 0;
+    /* a call with no label (its collector could not make one) has no slice */
+    f->traced = tracing && label != ST_PATH_NONE ? (uint32_t)st_evbuf_begin(&th->ev, label, t) : 0;
 }
 
 static inline void st_rec_enter(st_rec_thread_t *th, uint32_t label, const void *key)
@@ -284,6 +299,15 @@ static inline int st_rec_exit_t(st_rec_thread_t *th, const int tracing)
 static inline int st_rec_exit(st_rec_thread_t *th)
 {
     return st_rec_exit_t(th, th->tracing);
+}
+
+/* 1 when a call entered now could get a new path: the path table is below its node
+ * limit, no allocation failed and the innermost open call was recorded. Collectors
+ * make labels only then, so that their label tables stay bounded by the nodes too. */
+static inline int st_rec_can_grow(const st_rec_thread_t *th)
+{
+    return th->paths.nnodes < th->paths.max_nodes && !th->paths.failed &&
+           (th->depth == 0 || th->stack[th->depth - 1].node != ST_PATH_NONE);
 }
 
 /* The key of the innermost open call, or NULL. */
@@ -341,8 +365,15 @@ void st_rec_flow(st_rec_thread_t *th, uint64_t id);
 /* Refills the signal chunks; spills full ones under flush. Any thread. */
 void st_rec_maintain(st_recorder_t *r);
 
+/* Recording has stopped: from now on a thread's end (its pthread key destructor,
+ * or st_rec_thread_finish) leaves its state as it is, so that the results can be
+ * read while threads still exit; waits for one that is being finished now. Any
+ * thread, once recording has stopped, before closing calls and reading. */
+void st_rec_seal(st_recorder_t *r);
+
 /* Closes every open call of every thread now (the caller's clocks), innermost
- * first. After recording has stopped. */
+ * first. After recording has stopped (and st_rec_seal where threads may still
+ * exit). */
 void st_rec_close_all(st_recorder_t *r);
 
 /* Folds every thread's recorded samples into its path table (the sample's metric

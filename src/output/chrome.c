@@ -49,22 +49,24 @@ int st_chrome_write(FILE *f, const st_timeline_t *m, st_msg_t *msg)
                          m->pid, (unsigned long long)th->tid);
         st_strbuf_json_string(&b, th->name ? th->name : "");
         st_strbuf_puts(&b, "}}");
-        st_trace_reader_t r;
-        st_trace_reader_init(&r, th->trace);
-        const st_tevent_t *e;
-        while ((e = st_trace_next(&r)) != NULL) {
+        st_ev_reader_t r;
+        st_ev_reader_init(&r, th->events, 0);
+        const st_ev_t *e;
+        while ((e = st_ev_next(&r)) != NULL) {
+            if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END)
+                continue; /* the slices are the timeline's calls */
             st_strbuf_printf(&b, ",\n{\"ph\": \"%c\", \"pid\": %ld, \"tid\": %llu, \"ts\": ",
-                             e->kind == ST_TEV_BEGIN ? 'B' : 'E', m->pid,
+                             e->kind == ST_EV_BEGIN ? 'B' : 'E', m->pid,
                              (unsigned long long)th->tid);
             put_ts(&b, st_timeline_ns(m, e->ticks), t0);
-            if (e->kind == ST_TEV_BEGIN) {
+            if (e->kind == ST_EV_BEGIN) {
                 st_strbuf_puts(&b, ", \"name\": ");
-                if (st_intern_shared(m->labels, e->label)) {
+                if (st_intern_shared(m->labels, e->a)) {
                     st_strbuf_reset(&text);
-                    st_name_unique_in(m->labels, m->locs, e->label, &text);
+                    st_name_unique_in(m->labels, m->locs, e->a, &text);
                     st_strbuf_json_string(&b, st_strbuf_cstr(&text));
                 } else {
-                    st_strbuf_json_string(&b, st_intern_str(m->labels, e->label));
+                    st_strbuf_json_string(&b, st_intern_str(m->labels, e->a));
                 }
             }
             st_strbuf_putc(&b, '}');

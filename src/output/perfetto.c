@@ -219,18 +219,20 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         return -1;
     uint64_t prev = m->base_mono_ns;
     start_sequence(w, seq, thread_uuid(m, i), prev);
-    st_trace_reader_t r;
-    st_trace_reader_init(&r, th->trace);
-    const st_tevent_t *e;
+    st_ev_reader_t r;
+    st_ev_reader_init(&r, th->events, 0);
+    const st_ev_t *e;
     st_strbuf_t *te = &w->a, *names = &w->b, *name = &w->c, *text = &w->text;
     /* Each event packet's fixed bytes, but for the sequence id, are known. */
     char seqbytes[10];
     size_t nseq = put_varint(seqbytes, seq);
-    while ((e = st_trace_next(&r)) != NULL) {
+    while ((e = st_ev_next(&r)) != NULL) {
+        if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END)
+            continue; /* the slices are the timeline's calls */
         uint64_t ns = st_timeline_ns(m, e->ticks);
         if (ns < prev)
             ns = prev; /* clock calibration never runs time backwards */
-        if (e->kind != ST_TEV_BEGIN || e->label >= m->labels->count || interned[e->label]) {
+        if (e->kind != ST_EV_BEGIN || e->a >= m->labels->count || interned[e->a]) {
             /* The common case, encoded in place:
              * TracePacket{timestamp, seq id, flags, track_event{type[, name_iid]}} */
             char pkt[48], *p = pkt + 2;
@@ -244,10 +246,10 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
             *p++ = (char)((PKT_TRACK_EVENT << 3) | 2);
             char *len = p++;
             *p++ = (char)(TE_TYPE << 3);
-            *p++ = e->kind == ST_TEV_BEGIN ? TE_BEGIN : TE_END;
-            if (e->kind == ST_TEV_BEGIN) {
+            *p++ = e->kind == ST_EV_BEGIN ? TE_BEGIN : TE_END;
+            if (e->kind == ST_EV_BEGIN) {
                 *p++ = (char)(TE_NAME_IID << 3);
-                p += put_varint(p, (uint64_t)e->label + 1);
+                p += put_varint(p, (uint64_t)e->a + 1);
             }
             *len = (char)(p - len - 1);
             pkt[0] = 0x0A; /* Trace.packet */
@@ -263,16 +265,16 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         prev = ns;
         st_pb_uint(&w->pkt, PKT_SEQ_ID, seq);
         st_pb_uint(&w->pkt, PKT_SEQ_FLAGS, SEQ_NEEDS);
-        if (e->kind == ST_TEV_BEGIN) {
+        if (e->kind == ST_EV_BEGIN) {
             st_pb_uint(te, TE_TYPE, TE_BEGIN);
-            st_pb_uint(te, TE_NAME_IID, (uint64_t)e->label + 1);
-            if (e->label < m->labels->count && !interned[e->label]) {
-                interned[e->label] = 1;
+            st_pb_uint(te, TE_NAME_IID, (uint64_t)e->a + 1);
+            if (e->a < m->labels->count && !interned[e->a]) {
+                interned[e->a] = 1;
                 st_strbuf_reset(names);
                 st_strbuf_reset(name);
-                st_pb_uint(name, 1, (uint64_t)e->label + 1);
+                st_pb_uint(name, 1, (uint64_t)e->a + 1);
                 st_strbuf_reset(text);
-                st_name_unique_in(m->labels, m->locs, e->label, text);
+                st_name_unique_in(m->labels, m->locs, e->a, text);
                 st_pb_str(name, 2, st_strbuf_cstr(text));
                 st_pb_msg(names, 2, name); /* InternedData.event_names */
                 st_pb_msg(&w->pkt, PKT_INTERNED, names);

@@ -1,4 +1,5 @@
-/* What the timeline writers (Perfetto, Chrome JSON) read: every thread's events,
+/* What the timeline writers (Perfetto, Chrome JSON) read: every thread's events
+ * (core/events.h, read with st_ev_next),
  * the counter tracks of the process sampler, and how to turn ticks into time.
  * Built by the session once recording has stopped; nothing here is owned. */
 #ifndef STRATA_OUTPUT_TIMELINE_H
@@ -9,10 +10,10 @@
 
 #include "core/intern.h"
 #include "core/loctab.h"
-#include "core/trace.h"
+#include "core/events.h"
 
 typedef struct {
-    const st_trace_t *trace;
+    const st_evbuf_t *events;   /* its begin and end events (other kinds are skipped) */
     uint32_t index;          /* |N>>> in the tables */
     uint64_t tid;
     const char *name;

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/components.h"
 #include "python/exits.h"
 #include "session/args.h"
 
@@ -141,6 +140,42 @@ done:
     return result;
 }
 
+/* The Python backend as one of the session's collectors (session/collector.h): it
+ * starts and stops the hook, and gives the model the interpreter's version. */
+static char python_version[64];
+
+static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
+{
+    (void)c;
+    (void)s;
+    if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing)
+        return 0; /* nothing to record: the hook stays off */
+    if (st_pybackend_start() < 0) /* the Python exception says why */
+        return st_msg_set(msg, ST_EINVAL, "the profile hook could not be installed");
+    return 0;
+}
+
+static void python_stop(st_collector_t *c, st_session_t *s)
+{
+    (void)c;
+    (void)s;
+    st_pybackend_stop();
+}
+
+static void python_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
+{
+    (void)c;
+    (void)s;
+    m->python_version = python_version;
+}
+
+static const st_collector_t python_collector = {
+    .name = "python",
+    .start = python_start,
+    .stop = python_stop,
+    .contribute = python_contribute,
+};
+
 /* begin(target_name, command): creates the session and its results folder. */
 static PyObject *py_begin(PyObject *self, PyObject *args)
 {
@@ -150,21 +185,13 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O&O!", PyUnicode_FSConverter, &target_bytes, &PyList_Type,
                           &command))
         return NULL;
-    const char *target = PyBytes_AS_STRING(target_bytes);
     if (st_py.live) {
         Py_DECREF(target_bytes);
         Py_RETURN_FALSE;
     }
-    st_msg_t msg;
-    if (ensure_settings() < 0 || st_session_init(&st_py.session, &st_py.settings, &msg) < 0) {
+    if (ensure_settings() < 0) {
         Py_DECREF(target_bytes);
-        return PyErr_Occurred() ? NULL : raise_msg(&msg);
-    }
-    int made = st_session_make_outdir(&st_py.session, target, &msg);
-    Py_DECREF(target_bytes);
-    if (made < 0) {
-        st_session_free(&st_py.session);
-        return raise_msg(&msg);
+        return NULL;
     }
     /* The command as text (profile.json): bytes that are not UTF-8 as \xNN. */
     Py_ssize_t n = PyList_GET_SIZE(command);
@@ -173,7 +200,7 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     if (!argv || !words) {
         free(argv);
         Py_XDECREF(words);
-        st_session_free(&st_py.session);
+        Py_DECREF(target_bytes);
         return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -183,18 +210,18 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
         PyList_SET_ITEM(words, i, hold ? hold : Py_NewRef(Py_None));
     }
     PyErr_Clear();
-    st_session_set_command(&st_py.session, (int)n, argv);
+    st_msg_t msg;
+    int rc = st_session_begin(&st_py.session, &st_py.settings, PyBytes_AS_STRING(target_bytes),
+                              (int)n, argv, &msg);
     free(argv);
     Py_DECREF(words);
-    snprintf(st_py.session.python_version, sizeof st_py.session.python_version, "%s",
-             Py_GetVersion());
-    char *sp = strchr(st_py.session.python_version, ' ');
+    Py_DECREF(target_bytes);
+    if (rc < 0)
+        return raise_msg(&msg);
+    snprintf(python_version, sizeof python_version, "%s", Py_GetVersion());
+    char *sp = strchr(python_version, ' ');
     if (sp)
         *sp = '\0';
-    st_py.ntimers = st_py.session.ntimers;
-    st_py.want_wall = (st_py.session.components & (1u << ST_COMP_WALL_CLOCK)) != 0;
-    st_py.want_cpu = (st_py.session.components & (1u << ST_COMP_CPU_CLOCK)) != 0;
-    st_clock_init(st_settings_str(&st_py.settings, ST_S_CLOCK));
     st_pyexit_keep_terminal();
     st_py.live = 1;
     if (st_py.verbose >= 1)
@@ -214,32 +241,17 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     st_msg_t msg;
     /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
     st_py.session.helper_threads = st_pyexit_install();
-    if (st_session_start(&st_py.session, &msg) < 0) {
-        st_py.finalized = 1;
-        st_pyexit_finished();
-        return raise_msg(&msg);
-    }
     st_py.tracing = st_py.session.tracing;
-    if (st_py.tracing)
-        st_py.want_wall = 1; /* the timeline needs the tick of every event */
-    if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing)
-        Py_RETURN_NONE;
-    if (st_pybackend_start() < 0) {
-        /* Nothing ran: no results are written, and the (empty) folder goes. */
-        st_session_stop(&st_py.session);
+    int rc = st_session_add_collector(&st_py.session, &python_collector);
+    if (rc == 0)
+        rc = st_session_start(&st_py.session, &msg);
+    else
+        st_msg_set(&msg, rc, "too many collectors");
+    if (rc < 0) {
+        /* Nothing ran: no results are written (the session removed the folder). */
         st_py.finalized = 1;
         st_pyexit_finished();
-        st_session_unmark(&st_py.session);
-        if (rmdir(st_py.session.outdir) == 0 &&
-            !*st_settings_str(&st_py.settings, ST_S_OUTPUT_PATH)) {
-            char *slash = strrchr(st_py.session.outdir, '/');
-            if (slash) {
-                *slash = '\0';
-                rmdir(st_py.session.outdir);
-                *slash = '/';
-            }
-        }
-        return NULL;
+        return PyErr_Occurred() ? NULL : raise_msg(&msg);
     }
     Py_RETURN_NONE;
 }
@@ -250,27 +262,7 @@ void st_py_finalize(int flush_streams)
         return;
     st_py.finalized = 1;
     st_pyexit_writing();
-    st_pybackend_stop();
     st_session_stop(&st_py.session);
-    /* Calls still open (daemon threads, or the main thread's own frames) end now,
-     * in the tree and in the timeline, innermost first. */
-    uint64_t now[ST_NTIMERS] = {st_clock_ticks(), st_clock_thread_cpu_ns()};
-    for (size_t i = 0; i < st_py.session.nthreads; i++) {
-        st_thread_t *th = st_py.session.threads[i];
-        while (th->tree.depth) {
-            uint32_t traced = th->tree.stack[th->tree.depth - 1].traced;
-            st_calltree_close_top(&th->tree, now, st_py.ntimers);
-            if (traced)
-                st_trace_end(&th->trace, now[ST_TIMER_WALL]);
-        }
-    }
-    /* The session keeps the settings as they ended (the program may change them). */
-    st_settings_t copy;
-    if (st_settings_copy(&copy, &st_py.settings) == 0) {
-        st_settings_free(&st_py.session.settings);
-        st_py.session.settings = copy;
-    }
-    double npt[ST_NTIMERS] = {st_clock_ns_per_tick(), 1.0};
     if (flush_streams) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
@@ -288,15 +280,10 @@ void st_py_finalize(int flush_streams)
     FILE *notes = st_pyexit_terminal();
     FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? notes : NULL;
     st_msg_t msg;
-    int failed = 0;
-    for (size_t i = 0; i < st_py.session.nthreads; i++)
-        failed |= st_py.session.threads[i]->tree.failed;
-    st_session_write(&st_py.session, npt, st_clock_name(), tables, notes, &msg);
+    /* the session keeps the settings as they ended (the program may change them) */
+    st_session_finish(&st_py.session, &st_py.settings, tables, notes, &msg);
     if (notes) {
         st_pybackend_report(notes);
-        if (failed)
-            fprintf(notes, "strata: error: memory ran out while profiling; the profile is "
-                           "incomplete\n");
         fflush(notes);
     }
     st_pyexit_finished();

@@ -37,7 +37,7 @@
  * Threads: sys.monitoring reaches every thread, those started before profiling
  * included. A thread's st_pythread_t is found through a thread-local pointer, made
  * at the thread's first event (a thread that existed when profiling started gets
- * its tree at its first recorded call, as on 3.11).
+ * its recorder state at its first recorded call, as on 3.11).
  *
  * The callbacks run with the GIL held and with monitoring off for the calling
  * thread (code they run makes no events); they never raise and never allocate,
@@ -85,10 +85,10 @@ static struct {
 /* Threads                                                                    */
 
 /* Makes the calling thread's state (cold). NULL when not profiling or out of
- * memory. In a callback (its first event), a new thread's tree is made too: threads
- * are numbered by when they first ran Python code, as on 3.11. Outside one (a
- * `with profile:` block on a thread that had no event yet) the tree waits for the
- * first recorded call: naming the thread runs Python code, whose events only a
+ * memory. In a callback (its first event), a new thread registers with the
+ * recorder too: threads are numbered by when they first ran Python code, as on
+ * 3.11. Outside one (a `with profile:` block on a thread that had no event yet)
+ * registering waits for the first recorded call: naming the thread runs Python code, whose events only a
  * callback keeps from coming back here. */
 static __attribute__((noinline, cold)) st_pythread_t *new_thread_state(int in_callback)
 {
@@ -105,7 +105,7 @@ static __attribute__((noinline, cold)) st_pythread_t *new_thread_state(int in_ca
     for (size_t i = 0; i < mon.nbefore; i++)
         existed |= mon.before[i] == ident;
     if (!existed && in_callback)
-        st_pythread_tree_early(ts);
+        st_pythread_rec_early(ts);
     return ts;
 }
 
@@ -234,7 +234,7 @@ static PyObject *cb_c_exit(PyObject *self, PyObject *const *args, Py_ssize_t nar
 {
     (void)self;
     st_pythread_t *ts = thread_state();
-    if (!ts || nargs < 3 || !ts->th || st_calltree_top_key(&ts->th->tree) != args[2])
+    if (!ts || nargs < 3 || !ts->th || st_rec_top_key(ts->th) != args[2])
         Py_RETURN_NONE;
     codeinfo_t *ci = code_info((PyCodeObject *)args[0]);
     if (ci && ci->module_ok)
@@ -386,7 +386,7 @@ static int load_monitoring(void)
     return 0;
 }
 
-/* Remembers the threads that exist now (they get their trees lazily, as on 3.11). */
+/* Remembers the threads that exist now (they register lazily, as on 3.11). */
 static int note_threads(PyThreadState *me)
 {
     size_t n = 0;
@@ -436,13 +436,13 @@ int st_pybackend_start(void)
     PyThreadState *me = PyThreadState_Get();
     if (note_threads(me) < 0 || claim_tool_id() < 0)
         return -1;
-    /* The thread starting the profile (the main thread) is |0>>>; its tree is made
+    /* The thread starting the profile (the main thread) is |0>>>; it registers
      * now, before any event. */
     st_pythread_t *ts = st_pythread_new(PyThread_get_thread_ident(),
                                         (uint64_t)PyThread_get_thread_native_id());
     if (!ts)
         goto fail;
-    if (!st_pythread_tree(ts)) {
+    if (!st_pythread_rec(ts)) {
         PyErr_NoMemory();
         goto fail;
     }

@@ -201,8 +201,7 @@ static inline __attribute__((always_inline)) int hook_impl(PyFrameObject *frame,
     case PyTrace_RETURN:
         /* A C call of this frame still open is one whose end went to another hook
          * (the program's, while it held the thread): it is over. */
-        if (__builtin_expect(ts->th && st_calltree_top_key(&ts->th->tree) ==
-                                           (const char *)frame + 1, 0))
+        if (__builtin_expect(ts->th && st_rec_top_key(ts->th) == (const char *)frame + 1, 0))
             on_c_return(ts, (const char *)frame + 1, tracing);
         on_return(ts, frame, tracing);
         return 0;
@@ -283,9 +282,10 @@ static int set_hook(PyThreadState *t, Py_tracefunc f, PyObject *obj)
     return rc;
 }
 
-/* Gives tstate a thread state object and the hook. With make_tree, its call tree
- * is made first: naming a thread runs Python code, which must not be recorded. */
-static int install_on(PyThreadState *tstate, int is_current, int make_tree)
+/* Gives tstate a thread state object and the hook. With make_rec (the calling
+ * thread only), it registers with the recorder first: naming a thread runs Python
+ * code, which must not be recorded. */
+static int install_on(PyThreadState *tstate, int is_current, int make_rec)
 {
     unsigned long ident = (unsigned long)tstate->thread_id;
     uint64_t tid = is_current ? (uint64_t)PyThread_get_thread_native_id()
@@ -293,7 +293,7 @@ static int install_on(PyThreadState *tstate, int is_current, int make_tree)
     st_pythread_t *ts = st_pythread_new(ident, tid);
     if (!ts || note_hooked(tstate, ts) < 0)
         return -1;
-    if (make_tree && !st_pythread_tree(ts)) {
+    if (make_rec && !st_pythread_rec(ts)) {
         PyErr_NoMemory();
         return -1;
     }
@@ -321,11 +321,11 @@ static int install_on(PyThreadState *tstate, int is_current, int make_tree)
  * every call whose frame is no longer on the thread's stack. */
 static void close_missed(PyThreadState *t, st_pythread_t *ts, PyFrameObject *here)
 {
-    if (!ts->th || !ts->th->tree.depth)
+    st_rec_thread_t *th = ts->th;
+    if (!th || !th->depth)
         return;
-    st_calltree_t *tree = &ts->th->tree;
     if (here) {
-        if (st_calltree_top_key(tree) == (const char *)here + 1)
+        if (st_rec_top_key(th) == (const char *)here + 1)
             on_c_return(ts, (const char *)here + 1, st_py.tracing);
         return;
     }
@@ -348,19 +348,16 @@ static void close_missed(PyThreadState *t, st_pythread_t *ts, PyFrameObject *her
         Py_DECREF(f); /* the thread's stack keeps it alive */
         f = back;
     }
-    while (live && tree->depth) {
-        const char *key = st_calltree_top_key(tree);
+    while (live && th->depth) {
+        const char *key = st_rec_top_key(th);
         const void *frame = ((uintptr_t)key & 1) ? key - 1 : key;
         size_t i = 0;
         while (i < n && live[i] != frame)
             i++;
         if (i < n)
             break;
-        uint64_t now[ST_NTIMERS] = {st_clock_ticks(), st_clock_thread_cpu_ns()};
-        uint32_t traced = tree->stack[tree->depth - 1].traced;
-        st_calltree_close_top(tree, now, st_py.ntimers);
-        if (st_py.tracing && traced)
-            st_trace_end(&ts->th->trace, now[ST_TIMER_WALL]);
+        if (!st_rec_exit_key_t(th, key, st_py.tracing))
+            break; /* an enter whose frame could not be pushed is open */
     }
     free(live);
 }

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "python/collector.h"
+#include "python/pystate.h"
 
 /* ------------------------------------------------------------------------- */
 /* The terminal                                                               */

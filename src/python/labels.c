@@ -1,6 +1,6 @@
 /* Labels and verdicts: the slow paths behind the collector's caches (once per code
  * object and generation, once per C function). */
-#include "python/collector.h"
+#include "python/labels.h"
 
 #include <string.h>
 
@@ -261,10 +261,10 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
         ci->keep = ci->module_ok && st_filter_keeps(&st_py.filter, name, file);
     }
     Py_XDECREF(hold);
-    /* The label is made at the first call that a tree can record
+    /* The label is made at the first call that a thread can record
      * (st_pylabel_resolve), so that labels and locations stay bounded by the
      * nodes (STRATA_MAX_NODES), however many functions a program runs. */
-    ci->label = ST_NODE_NONE;
+    ci->label = ST_PATH_NONE;
     PyErr_Clear();
     PyErr_Restore(et, ev, tb);
     ci->ever_kept |= ci->keep;

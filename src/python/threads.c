@@ -1,5 +1,5 @@
-/* Thread state objects: one per Python thread seen while profiling. */
-#include "python/collector.h"
+/* Thread state objects: one per Python thread seen while profiling (threads.h). */
+#include "python/threads.h"
 
 #include <stdio.h>
 
@@ -56,19 +56,20 @@ static int thread_registered(unsigned long ident)
 /* A thread's end. An object of this type sits in the thread state's dict of each
  * thread that records; the interpreter clears that dict, with the GIL held, when
  * the thread ends (PyThreadState_Clear), and the object's dealloc then tells the
- * session, which gives back the memory only recording needs (st_session_thread_
- * finished). At exit (the main thread's dict is cleared after the results are
- * written) and in a forked child it does nothing. */
+ * recorder, which gives back the memory only recording needs (st_rec_thread_finish;
+ * the recorder's own pthread key would do it later, at the pthread's exit). At exit
+ * (the main thread's dict is cleared after the results are written) and in a
+ * forked child it does nothing. */
 typedef struct {
     PyObject_HEAD
-    st_thread_t *th;
+    st_rec_thread_t *th;
 } thread_end_t;
 
 static void thread_end_dealloc(PyObject *self)
 {
-    st_thread_t *th = ((thread_end_t *)self)->th;
+    st_rec_thread_t *th = ((thread_end_t *)self)->th;
     if (th && st_py.live && !st_py.finalized && !st_py.forked_child)
-        st_session_thread_finished(&st_py.session, th);
+        st_rec_thread_finish(th);
     PyObject_Free(self);
 }
 
@@ -81,7 +82,7 @@ static PyTypeObject thread_end_type = {
 };
 
 /* Puts a thread_end_t for th into the calling thread's state dict. */
-static void watch_thread_end(st_thread_t *th)
+static void watch_thread_end(st_rec_thread_t *th)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -98,34 +99,41 @@ static void watch_thread_end(st_thread_t *th)
     PyErr_Restore(et, ev, tb);
 }
 
-__attribute__((noinline, cold)) st_thread_t *st_pythread_tree(st_pythread_t *ts)
+__attribute__((noinline, cold)) st_rec_thread_t *st_pythread_rec(st_pythread_t *ts)
 {
     char name[64];
     if (ts->th) {
-        /* Made at the thread's first event, before threading knew it: named now,
-         * at its first recorded call (once; a made-up name stays if it has none). */
+        /* Registered at the thread's first event, before threading knew it: named
+         * now, at its first recorded call (once; a made-up name stays if it has
+         * none). */
         ts->unnamed = 0;
-        thread_name(ts->ident, ts->th->name, sizeof ts->th->name);
+        thread_name(ts->ident, name, sizeof name);
+        st_rec_thread_name(ts->th, name);
         return ts->th;
     }
+    /* Only the thread itself registers (the recorder's thread-local pointer):
+     * threads that ran before profiling register at their first recorded call. */
+    if (ts->ident != PyThread_get_thread_ident())
+        return NULL;
     thread_name(ts->ident, name, sizeof name);
-    ts->th = st_session_new_thread(&st_py.session, ts->tid, name);
-    /* only the thread itself can watch for its end (threads that ran before
-     * profiling started get their tree from the thread that starts it) */
-    if (ts->th && ts->ident == PyThread_get_thread_ident())
-        watch_thread_end(ts->th);
-    return ts->th;
+    st_rec_thread_t *th = st_rec_self(&st_py.session.rec);
+    if (!th)
+        return NULL;
+    st_rec_thread_name(th, name);
+    ts->th = th;
+    watch_thread_end(th);
+    return th;
 }
 
-/* Makes the tree of a thread at its first event, so that threads are numbered in
- * the order they first ran Python code; if threading does not know the thread yet
- * (it is still starting), the name is filled in at its first recorded call. */
-st_thread_t *st_pythread_tree_early(st_pythread_t *ts)
+/* Registers a thread at its first event, so that threads are numbered in the order
+ * they first ran Python code; if threading does not know the thread yet (it is
+ * still starting), the name is filled in at its first recorded call. */
+st_rec_thread_t *st_pythread_rec_early(st_pythread_t *ts)
 {
     if (ts->th)
         return ts->th;
     int named = thread_registered(ts->ident);
-    st_pythread_tree(ts);
+    st_pythread_rec(ts);
     ts->unnamed = ts->th && !named;
     return ts->th;
 }

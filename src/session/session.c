@@ -21,6 +21,60 @@
 #include "output/table.h"
 #include "output/registry.h"
 
+/* The process sampler as a collector: it runs its own thread (system/sampler.h) and
+ * contributes its metrics' summaries; its counters also go on the timeline
+ * (trace_out.c reads them from the session). */
+static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
+{
+    (void)c;
+    int rc = st_sampler_start(&s->sampler,
+                              st_settings_float(&s->settings, ST_S_PROCESS_SAMPLING_FREQ),
+                              s->helper_threads, msg);
+    if (rc == 0)
+        s->sampling = 1;
+    return rc;
+}
+
+static void sampler_stop(st_collector_t *c, st_session_t *s)
+{
+    (void)c;
+    st_sampler_stop(&s->sampler);
+}
+
+static void sampler_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
+{
+    (void)c;
+    st_session_t *own = (st_session_t *)s; /* the summaries live in the session */
+    const st_sampler_t *sp = &s->sampler;
+    for (int k = 0; k < sp->nmetrics; k++) {
+        st_model_metric_t *mm = &own->sampler_metrics[k];
+        mm->name = sp->metrics[k].name;
+        mm->units = sp->metrics[k].units;
+        st_sampler_summary(sp, k, &mm->min, &mm->mean, &mm->max);
+    }
+    m->sampled = s->sampler_metrics;
+    m->nsampled = (size_t)sp->nmetrics;
+    m->sampling_freq = sp->freq;
+    m->nsamples = sp->n;
+    m->sampler_cpu_s = (double)sp->self_cpu_ns * 1e-9;
+    m->gpu_note = *sp->gpu_note ? sp->gpu_note : NULL;
+}
+
+static const st_collector_t sampler_collector = {
+    .name = "process sampler",
+    .start = sampler_start,
+    .stop = sampler_stop,
+    .contribute = sampler_contribute,
+};
+
+int st_session_add_collector(st_session_t *s, const st_collector_t *c)
+{
+    if (s->ncollectors == ST_SESSION_MAX_COLLECTORS)
+        return ST_EINVAL;
+    s->collectors[s->ncollectors++] = *c;
+    return 0;
+}
+
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg)
 {
     memset(s, 0, sizeof *s);
@@ -37,53 +91,127 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
         return st_msg_set(msg, ST_EINVAL, "STRATA_COMPONENTS: no component chosen (choose from "
                                           "trip_count,wall_clock,cpu_clock)");
     }
-    s->ntimers = (s->components & (1u << ST_COMP_CPU_CLOCK))    ? 2
-                 : (s->components & (1u << ST_COMP_WALL_CLOCK)) ? 1
-                                                                 : 0;
+    const st_settings_t *set = &s->settings;
+    s->tracing = st_settings_bool(set, ST_S_TRACE);
+    st_rec_config_t cfg = {
+        .max_nodes = (uint32_t)st_settings_int(set, ST_S_MAX_NODES),
+        .cpu = (s->components & (1u << ST_COMP_CPU_CLOCK)) != 0,
+        .trace = s->tracing,
+        .budget = (uint64_t)st_settings_int(set, ST_S_TRACE_BUFFER_SIZE),
+        .policy = strcmp(st_settings_str(set, ST_S_TRACE_FILL_POLICY), "flush") == 0
+                      ? ST_EV_FLUSH
+                      : ST_EV_DISCARD,
+        .max_depth = (uint32_t)st_settings_int(set, ST_S_TRACE_MAX_DEPTH),
+        .spill_dir = s->outdir, /* filled in by st_session_make_outdir */
+    };
+    if (st_rec_init(&s->rec, &cfg) < 0) {
+        st_intern_free(&s->labels);
+        st_loctab_free(&s->locs);
+        st_settings_free(&s->settings);
+        memset(s, 0, sizeof *s);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
+    /* the built-in collectors, started before any the front end adds */
+    if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING))
+        st_session_add_collector(s, &sampler_collector);
+    if (s->tracing)
+        st_session_add_collector(s, &st_session_timeline_collector);
     s->start_ns = st_clock_realtime_ns();
     return 0;
 }
 
+int st_session_begin(st_session_t *s, const st_settings_t *settings, const char *target,
+                     int argc, char *const *argv, st_msg_t *msg)
+{
+    int rc = st_session_init(s, settings, msg);
+    if (rc < 0)
+        return rc;
+    rc = st_session_make_outdir(s, target, msg);
+    if (rc == 0 && st_session_set_command(s, argc, argv) < 0)
+        rc = st_msg_set(msg, ST_ENOMEM, "out of memory");
+    if (rc < 0) {
+        st_session_free(s);
+        return rc;
+    }
+    st_clock_init(st_settings_str(&s->settings, ST_S_CLOCK));
+    return 0;
+}
+
+/* Stops the first `n` collectors started, the last first. */
+static void stop_collectors(st_session_t *s)
+{
+    while (s->nstarted > 0) {
+        st_collector_t *c = &s->collectors[--s->nstarted];
+        if (c->stop)
+            c->stop(c, s);
+    }
+}
+
+/* Nothing ran: the results folder goes (its note first; the folder only if empty,
+ * and the strata-<target>-output folder above it too when strata named both). */
+static void discard_outdir(st_session_t *s)
+{
+    st_session_unmark(s);
+    if (rmdir(s->outdir) == 0 && !*st_settings_str(&s->settings, ST_S_OUTPUT_PATH)) {
+        char *slash = strrchr(s->outdir, '/');
+        if (slash) {
+            *slash = '\0';
+            rmdir(s->outdir);
+            *slash = '/';
+        }
+    }
+}
+
 int st_session_start(st_session_t *s, st_msg_t *msg)
 {
-    const st_settings_t *set = &s->settings;
-    if (st_settings_bool(set, ST_S_TRACE)) {
-        int policy = strcmp(st_settings_str(set, ST_S_TRACE_FILL_POLICY), "flush") == 0
-                         ? ST_TRACE_FLUSH
-                         : ST_TRACE_DISCARD;
-        st_trace_shared_init(&s->trace_shared, (uint64_t)st_settings_int(set, ST_S_TRACE_BUFFER_SIZE),
-                             policy, (uint32_t)st_settings_int(set, ST_S_TRACE_MAX_DEPTH),
-                             s->outdir);
-        s->tracing = 1;
-    }
-    if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING)) {
-        int rc = st_sampler_start(&s->sampler, st_settings_float(set, ST_S_PROCESS_SAMPLING_FREQ),
-                                  s->helper_threads, msg);
-        if (rc < 0)
+    for (int i = 0; i < s->ncollectors; i++) {
+        st_collector_t *c = &s->collectors[i];
+        int rc = c->start ? c->start(c, s, msg) : 0;
+        if (rc < 0) {
+            stop_collectors(s);
+            discard_outdir(s);
             return rc;
-        s->sampling = 1;
+        }
+        s->nstarted = s->nran = i + 1;
     }
     return 0;
 }
 
 void st_session_stop(st_session_t *s)
 {
-    if (s->sampling)
-        st_sampler_stop(&s->sampler);
+    stop_collectors(s);
+    /* threads that still exit (daemon threads, C threads) leave their state be */
+    st_rec_seal(&s->rec);
+    st_rec_close_all(&s->rec);
+}
+
+int st_session_finish(st_session_t *s, const st_settings_t *settings, FILE *tables, FILE *notes,
+                      st_msg_t *msg)
+{
+    st_settings_t copy;
+    if (settings && st_settings_copy(&copy, settings) == 0) {
+        st_settings_free(&s->settings);
+        s->settings = copy;
+    }
+    int failed = 0;
+    for (uint32_t i = 0; i < s->rec.nthreads; i++)
+        failed |= s->rec.threads[i]->failed | s->rec.threads[i]->paths.failed;
+    double npt[ST_NTIMERS] = {st_clock_ns_per_tick(), 1.0};
+    int rc = st_session_write(s, npt, st_clock_name(), tables, notes, msg);
+    if (notes && failed) {
+        fprintf(notes, "strata: error: memory ran out while profiling; the profile is "
+                       "incomplete\n");
+        fflush(notes);
+    }
+    return rc;
 }
 
 void st_session_free(st_session_t *s)
 {
     if (s->sampling)
         st_sampler_free(&s->sampler);
-    for (size_t i = 0; i < s->nthreads; i++) {
-        st_trace_free(&s->threads[i]->trace);
-        st_calltree_free(&s->threads[i]->tree);
-        free(s->threads[i]);
-    }
-    free(s->threads);
-    if (s->tracing)
-        st_trace_shared_free(&s->trace_shared);
+    if (s->rec.id) /* set up (ids start at 1) */
+        st_rec_free(&s->rec);
     for (size_t i = 0; i < s->ncommand; i++)
         free(s->command[i]);
     free(s->command);
@@ -197,42 +325,6 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
         return st_msg_set(msg, ST_EIO, "cannot write in the results folder '%s': %s", path,
                           why.text);
     return 0;
-}
-
-st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *name)
-{
-    if (s->nthreads == s->capthreads) {
-        size_t cap = s->capthreads ? s->capthreads * 2 : 8;
-        st_thread_t **p = realloc(s->threads, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        s->threads = p;
-        s->capthreads = cap;
-    }
-    st_thread_t *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
-    if (st_calltree_init(&t->tree, (uint32_t)st_settings_int(&s->settings, ST_S_MAX_NODES)) < 0) {
-        free(t);
-        return NULL;
-    }
-    if (s->tracing && st_trace_init(&t->trace, &s->trace_shared, (uint32_t)s->nthreads) < 0) {
-        st_calltree_free(&t->tree);
-        free(t);
-        return NULL;
-    }
-    t->index = (uint32_t)s->nthreads;
-    t->tid = tid;
-    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
-    s->threads[s->nthreads++] = t;
-    return t;
-}
-
-void st_session_thread_finished(st_session_t *s, st_thread_t *t)
-{
-    if (s->tracing)
-        st_trace_finish(&t->trace);
-    st_calltree_compact(&t->tree);
 }
 
 /* Streams one file into dir/name, whole or not at all: `render` appends to the
@@ -436,128 +528,35 @@ static const char *rank_words(const st_session_t *s, char *buf, size_t size)
     return buf;
 }
 
-/* TEMPORARY (issue 10, phase 2), to be deleted when the session hands the
- * recorder's path tables to the model: the Python collector still records into an
- * st_calltree_t per thread, while the model reads path tables with metric columns.
- *
- * Moves `tree` into `out` (the same node ids) with a cell per timer of `reg`
- * (wall_clock, which counts the calls even with no timer chosen, and cpu_clock
- * when chosen). Writing happens once, at exit, and must not double the profile's
- * memory then: the nodes are copied from the last down and the tree is given back
- * a chunk at a time as they are, the table's arrays being touched only as they
- * are filled. The tree is left empty (a root only). out has no (parent, label)
- * index: the writers do not look paths up. Returns 0 or ST_ENOMEM (out empty). */
-#define CONVERT_CHUNK 4096u
-static int calltree_to_pathtab(st_calltree_t *tree, const st_metrics_t *reg, st_pathtab_t *out)
-{
-    uint32_t n = tree->nnodes, ncols = reg->n;
-    memset(out, 0, sizeof *out);
-    out->nodes = malloc((size_t)n * sizeof *out->nodes);
-    int bad = !out->nodes;
-    for (uint32_t c = 0; c < ncols; c++) {
-        out->cols.kinds[c] = ST_METRIC_TIMER;
-        out->cols.cols[c] = malloc((size_t)n * sizeof(st_tstat_t));
-        bad |= !out->cols.cols[c];
-    }
-    out->cols.ncols = ncols;
-    if (bad) {
-        st_pathtab_free(out);
-        return ST_ENOMEM;
-    }
-    out->nnodes = out->capnodes = out->cols.cap = n;
-    out->max_nodes = UINT32_MAX - 1;
-    out->dropped = tree->dropped;
-    for (uint32_t i = n; i-- > 0;) {
-        const st_node_t *nd = &tree->nodes[i];
-        out->nodes[i] = (st_path_t){.label = nd->label,
-                                    .parent = nd->parent,
-                                    .first_child = nd->first_child,
-                                    .last_child = nd->last_child,
-                                    .next_sibling = nd->next_sibling,
-                                    .hint = ST_PATH_NONE,
-                                    .depth = nd->depth};
-        for (uint32_t c = 0; c < ncols; c++) {
-            const st_accum_t *a = &nd->acc[c];
-            st_mcols_timer(&out->cols, c)[i] = (st_tstat_t){.count = nd->count,
-                                                            .merged = nd->merged,
-                                                            .sum = a->sum,
-                                                            .min = a->min,
-                                                            .max = a->max,
-                                                            .self = a->self,
-                                                            .merged_sum = a->merged_sum,
-                                                            .mean = a->mean,
-                                                            .m2 = a->m2,
-                                                            .batch_sq = a->batch_sq};
-        }
-        if (i % CONVERT_CHUNK == 0 && i > 0) {
-            st_node_t *kept = realloc(tree->nodes, (size_t)i * sizeof *kept);
-            if (kept) {
-                tree->nodes = kept;
-                tree->nnodes = tree->capnodes = i;
-            }
-        }
-    }
-    uint32_t max_nodes = tree->max_nodes;
-    st_calltree_free(tree);
-    if (st_calltree_init(tree, max_nodes) < 0)
-        tree->failed = 1;
-    return 0;
-}
-
-/* The TEMPORARY tables of calltree_to_pathtab, freed. */
-static void free_paths(st_pathtab_t *paths, size_t n, st_metrics_t *reg)
-{
-    for (size_t i = 0; i < n; i++)
-        st_pathtab_free(&paths[i]);
-    free(paths);
-    st_metrics_free(reg);
-}
-
 int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                      const char *clock_name, FILE *tables, FILE *notes, st_msg_t *msg)
 {
-    st_metrics_t reg;
-    st_metrics_init(&reg);
-    uint32_t id;
-    size_t npaths = 0;
-    st_model_thread_t *threads = calloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
-    st_pathtab_t *paths = calloc(s->nthreads ? s->nthreads : 1, sizeof *paths);
-    const st_component_info_t *wall = st_component_info(ST_COMP_WALL_CLOCK);
-    const st_component_info_t *cpu = st_component_info(ST_COMP_CPU_CLOCK);
-    int bad = !threads || !paths ||
-              st_metrics_add(&reg, wall->name, "ticks", wall->description, ST_METRIC_TIMER,
-                             &id) < 0 ||
-              (s->ntimers > 1 &&
-               st_metrics_add(&reg, cpu->name, "ns", cpu->description, ST_METRIC_TIMER, &id) < 0);
-    for (; !bad && npaths < s->nthreads; npaths++)
-        bad = calltree_to_pathtab(&s->threads[npaths]->tree, &reg, &paths[npaths]) < 0;
-    if (bad) {
-        free(threads);
-        free_paths(paths, npaths, &reg);
+    size_t nthreads = s->rec.nthreads;
+    st_model_thread_t *threads = calloc(nthreads ? nthreads : 1, sizeof *threads);
+    if (!threads)
         return st_msg_set(msg, ST_ENOMEM, "out of memory writing results");
-    }
     uint64_t dropped = 0;
-    for (size_t i = 0; i < s->nthreads; i++) {
-        threads[i].paths = &paths[i];
-        threads[i].index = s->threads[i]->index;
-        threads[i].tid = s->threads[i]->tid;
-        threads[i].name = s->threads[i]->name;
+    for (size_t i = 0; i < nthreads; i++) {
+        const st_rec_thread_t *th = s->rec.threads[i];
+        threads[i].paths = &th->paths;
+        threads[i].index = th->index;
+        threads[i].tid = th->tid;
+        threads[i].name = th->name;
         threads[i].has_rank = s->has_rank;
         threads[i].rank = s->rank;
-        dropped += paths[i].dropped;
+        dropped += th->paths.dropped;
     }
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     st_model_t m = {
         .labels = &s->labels,
         .threads = threads,
-        .nthreads = s->nthreads,
-        .metrics = &reg,
+        .nthreads = nthreads,
+        .metrics = &s->rec.metrics,
         .settings = &s->settings,
         .components = s->components,
         .command = (const char *const *)s->command,
         .ncommand = s->ncommand,
-        .python_version = s->python_version,
         .clock_name = clock_name,
         .pid = (long)getpid(),
         .host = host,
@@ -575,33 +574,16 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     failures_t fail = {.n = 0, .first = msg, .first_rc = 0};
     st_strbuf_init(&fail.text);
     st_msg_t one;
-    /* The timeline first: profile.json records what writing it gave. */
-    uint64_t tstats[4] = {0, 0, 0, 0};
-    if (s->tracing) {
-        uint64_t t0 = st_clock_monotonic_ns();
-        failed(&fail, st_session_write_timeline(s, ns_per_tick[ST_TIMER_WALL], tstats, &one), &one);
-        m.trace_write_s = (double)(st_clock_monotonic_ns() - t0) * 1e-9;
-        m.has_trace = 1;
-        m.trace_events = tstats[0];
-        m.trace_dropped = tstats[1];
-        m.trace_too_deep = tstats[2];
-        m.trace_bytes = tstats[3];
-    }
-    st_model_metric_t metrics[ST_SAMPLER_MAX_METRICS];
-    if (s->sampling) {
-        const st_sampler_t *sp = &s->sampler;
-        for (int k = 0; k < sp->nmetrics; k++) {
-            metrics[k].name = sp->metrics[k].name;
-            metrics[k].units = sp->metrics[k].units;
-            st_sampler_summary(sp, k, &metrics[k].min, &metrics[k].mean, &metrics[k].max);
-        }
-        m.sampled = metrics;
-        m.nsampled = (size_t)sp->nmetrics;
-        m.sampling_freq = sp->freq;
-        m.nsamples = sp->n;
-        m.sampler_cpu_s = (double)sp->self_cpu_ns * 1e-9;
-        m.gpu_note = *sp->gpu_note ? sp->gpu_note : NULL;
-    }
+    /* The collectors that ran flush first (the timeline: profile.json records what
+     * writing it gave), then contribute to the model. */
+    for (int i = 0; i < ST_NTIMERS; i++)
+        s->ns_per_tick[i] = ns_per_tick[i];
+    for (int i = 0; i < s->nran; i++)
+        if (s->collectors[i].flush)
+            failed(&fail, s->collectors[i].flush(&s->collectors[i], s, &one), &one);
+    for (int i = 0; i < s->nran; i++)
+        if (s->collectors[i].contribute)
+            s->collectors[i].contribute(&s->collectors[i], s, &m);
 
     int precision = (int)st_settings_int(&s->settings, ST_S_PRECISION);
     unsigned formats = output_formats(&s->settings);
@@ -683,7 +665,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));
         if (s->tracing)
-            st_session_print_trace_summary(tables, NULL, s, tstats);
+            st_session_print_trace_summary(tables, NULL, s, s->trace_stats);
         if (s->sampling)
             fprintf(tables, "[strata] process sampling: %zu samples at %g per second; the sampler "
                             "used %.1f ms of CPU%s%s\n",
@@ -697,7 +679,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             fprintf(notes, "[strata] %llu calls were not recorded (STRATA_MAX_NODES reached)\n",
                     (unsigned long long)dropped);
         if (s->tracing)
-            st_session_print_trace_summary(NULL, notes, s, tstats);
+            st_session_print_trace_summary(NULL, notes, s, s->trace_stats);
         if (s->sampling && s->sampler.failed)
             fprintf(notes, "[strata] process sampling stopped early: out of memory\n");
         if (fail.n) {
@@ -712,7 +694,6 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     st_session_unmark(s);
     st_strbuf_free(&fail.text);
     free(threads);
-    free_paths(paths, s->nthreads, &reg);
     s->written = fail.n == 0;
     return fail.first_rc;
 }

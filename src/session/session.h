@@ -1,10 +1,14 @@
-/* A profiling session: the settings it runs with, the label table, every thread's
- * call tree, and the results folder. Front ends (the Python extension, later the
- * preload library) own one session; writers see it only as an st_model_t.
+/* A profiling session: the settings it runs with, the label table, the recorder
+ * every collector feeds (core/recorder.h: each thread's call paths and events), the
+ * collectors (collector.h), and the results folder. Front ends (the Python
+ * extension, later the preload library) own one session, add their collector and
+ * drive the run: st_session_begin, st_session_start, st_session_stop,
+ * st_session_finish. Writers see the results only as an st_model_t.
  *
- * Threads are added as they first run profiled code and are never removed: a
- * thread's tree outlives the thread, so that results include finished threads.
- * Not thread-safe: the Python front end calls it with the GIL held. */
+ * Threads register with the recorder as they first record and are never removed: a
+ * thread's paths outlive the thread, so that results include finished threads.
+ * Not thread-safe apart from the recorder's own protocol: the Python front end calls
+ * it with the GIL held. */
 #ifndef STRATA_SESSION_SESSION_H
 #define STRATA_SESSION_SESSION_H
 
@@ -12,51 +16,65 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/calltree.h"
 #include "base/err.h"
+#include "core/components.h"
 #include "core/intern.h"
 #include "core/loctab.h"
+#include "core/recorder.h"
 #include "core/settings.h"
-#include "core/trace.h"
+#include "model/model.h"
+#include "session/collector.h"
 #include "system/sampler.h"
 
-typedef struct {
-    st_calltree_t tree;
-    st_trace_t trace;      /* its timeline, when the session traces */
-    uint32_t index;
-    uint64_t tid;
-    char name[64];
-} st_thread_t;
+#define ST_SESSION_MAX_COLLECTORS 8
 
-typedef struct {
+typedef struct st_session {
     st_settings_t settings;
     st_intern_t labels;
     st_loctab_t locs;      /* where each label's code lives (pstats, callgrind) */
     int has_rank;          /* an MPI launcher gave this process a rank */
     uint32_t rank;
-    st_thread_t **threads;
-    size_t nthreads, capthreads;
+    st_recorder_t rec;     /* every thread's paths and events (the settings' limits) */
     unsigned components;   /* 1 << st_component_t for each chosen */
-    int ntimers;           /* timers the trees accumulate: 0, 1 (wall) or 2 (+cpu) */
     char outdir[PATH_MAX]; /* absolute: a program that changes directory keeps it */
     char outdir_shown[PATH_MAX]; /* as the user named it (relative to where strata began) */
     char **command;
     size_t ncommand;
-    char python_version[64];
     char target[128];      /* what runs: the script's or module's name */
     uint64_t start_ns;     /* CLOCK_REALTIME */
     int written;
-    int tracing;           /* threads record timelines (STRATA_TRACE) */
-    st_trace_shared_t trace_shared;
+    int tracing;           /* threads record timelines (STRATA_TRACE; rec.cfg.trace) */
     int sampling;          /* the process sampler runs (STRATA_USE_PROCESS_SAMPLING) */
     int helper_threads;    /* threads the front end runs for strata (set before start):
                             * the sampler leaves them out of the program's */
     st_sampler_t sampler;
+    st_model_metric_t sampler_metrics[ST_SAMPLER_MAX_METRICS]; /* what it contributes */
+    double ns_per_tick[ST_NTIMERS]; /* each timer's, while results are written */
+    uint64_t trace_stats[4]; /* what writing the timeline gave (st_session_write_timeline) */
+    double trace_write_s;    /* and how long it took */
+    st_collector_t collectors[ST_SESSION_MAX_COLLECTORS];
+    int ncollectors;
+    int nstarted;            /* collectors started and not stopped yet */
+    int nran;                /* collectors started (the first nran): they flush and
+                              * contribute when results are written */
 } st_session_t;
 
-/* A session with a copy of settings. Returns 0, ST_ENOMEM, or ST_EINVAL when no
- * component is chosen (msg says so). */
+/* A session with a copy of settings, a recorder set up from them (node limit,
+ * timers, timeline budget, fill policy and depth; a flush spills into the results
+ * folder made later), and the built-in collectors the settings ask for (the process
+ * sampler, the timeline). Returns 0, ST_ENOMEM, or ST_EINVAL when no component is
+ * chosen (msg says so). */
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg);
+
+/* Begins a run: st_session_init, the clock the settings name (core/clock.h), the
+ * results folder (st_session_make_outdir, for `target`) and the command line for
+ * the metadata. On failure nothing needs freeing. */
+int st_session_begin(st_session_t *s, const st_settings_t *settings, const char *target,
+                     int argc, char *const *argv, st_msg_t *msg);
+
+/* Adds a collector (copied) to be started after those already in the list.
+ * Before st_session_start. Returns 0, or ST_EINVAL when the list is full. */
+int st_session_add_collector(st_session_t *s, const st_collector_t *c);
 void st_session_free(st_session_t *s);
 
 /* Records the command line for the metadata (copied). */
@@ -85,18 +103,29 @@ void st_session_unmark(st_session_t *s);
 void st_session_file_name(const st_session_t *s, const char *stem, const char *ext, char *buf,
                           size_t size);
 
-/* Starts what runs beside the collectors, as the settings ask: the timeline's
- * shared buffer (trace) and the process sampler. Call once the results folder
- * exists, before the target starts. */
+/* Starts every collector, in order, once the results folder exists and before the
+ * target starts. When one fails, those started are stopped again, the results
+ * folder (empty but for its note) is removed, and its code is returned with msg
+ * saying why: nothing ran, and no results are to be written. */
 int st_session_start(st_session_t *s, st_msg_t *msg);
 
-/* Stops the process sampler (before the results are written). */
+/* The run has ended: stops the collectors started (reverse order), then ends the
+ * calls still open in every thread (daemon threads, the main thread's own frames),
+ * in the paths and on the timeline. Once; later calls do nothing more. */
 void st_session_stop(st_session_t *s);
+
+/* Finishes a stopped run: the session takes `settings` as they ended (the program
+ * may have changed them; NULL: keeps its own), writes the results
+ * (st_session_write, with the clock's tick length and name), and says on `notes`
+ * when memory ran out while recording. Returns st_session_write's code. */
+int st_session_finish(st_session_t *s, const st_settings_t *settings, FILE *tables, FILE *notes,
+                      st_msg_t *msg);
 
 /* Writes trace.pftrace (and trace.json with the chrome format; trace-<rank>.* under
  * MPI) into the results folder, through temporary files created exclusively and
  * renamed into place. Open calls must have been closed. Fills the model's timeline
- * statistics. Defined in trace_out.c. */
+ * statistics. Defined in trace_out.c, with the timeline's collector, which calls it
+ * from its flush. */
 int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stats[4],
                               st_msg_t *msg);
 /* stats: events written, calls dropped (buffer full), calls too deep, bytes. */
@@ -114,14 +143,9 @@ void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t 
  * (profile-<rank>.json, <component>-<rank>.txt) and in profile.json. */
 int st_session_rank_from_env(char *const *envp, uint32_t *rank);
 
-/* A new thread with an empty tree, numbered in order. NULL when out of memory. */
-st_thread_t *st_session_new_thread(st_session_t *s, uint64_t tid, const char *name);
-
-/* The thread has ended: its timeline's chunks go back to the shared budget (or to
- * the spill file under flush) and its tree gives back what only recording needs, so
- * that a finished thread costs its results and little more (core/trace.h,
- * core/calltree.h). The thread stays in the results. */
-void st_session_thread_finished(st_session_t *s, st_thread_t *t);
+/* The timeline's collector (trace_out.c): flush writes the timeline files, contribute
+ * gives the model their statistics. Added by st_session_init when the session traces. */
+extern const st_collector_t st_session_timeline_collector;
 
 /* Writes <component>.txt for each component, profile.json and the other formats
  * asked for into the results folder, each streamed as it is rendered to a temporary
@@ -134,7 +158,9 @@ void st_session_thread_finished(st_session_t *s, st_thread_t *t);
  * (calls not recorded, a failed spill): `notes` gets them whether or not the tables
  * are printed (NULL: not printed). Returns 0, or the first failure's code with msg
  * holding its text. Open calls must have been closed. ns_per_tick converts each
- * timer's ticks. */
+ * timer's ticks. Before anything else, every collector flushes (the timeline's
+ * files first, so that profile.json records what writing them gave); the model then
+ * gets what each collector contributes. */
 int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                      const char *clock_name, FILE *tables, FILE *notes, st_msg_t *msg);
 

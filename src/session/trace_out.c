@@ -1,4 +1,5 @@
-/* The session's timeline files: trace.pftrace (Perfetto) and trace.json (Chrome). */
+/* The session's timeline: its collector, and its files trace.pftrace (Perfetto) and
+ * trace.json (Chrome), written from the recorder's events. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -73,11 +74,11 @@ static int spill_failure(const st_session_t *s, uint64_t *lost)
 {
     int err = 0;
     *lost = 0;
-    for (size_t i = 0; i < s->nthreads; i++) {
-        const st_trace_t *t = &s->threads[i]->trace;
-        if (t->failed && t->spill_errno) {
-            err = err ? err : t->spill_errno;
-            *lost += t->dropped;
+    for (uint32_t i = 0; i < s->rec.nthreads; i++) {
+        const st_evbuf_t *b = &s->rec.threads[i]->ev;
+        if (b->main.failed && b->main.spill_errno) {
+            err = err ? err : b->main.spill_errno;
+            *lost += b->dropped;
         }
     }
     return err;
@@ -85,7 +86,8 @@ static int spill_failure(const st_session_t *s, uint64_t *lost)
 
 int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stats[4], st_msg_t *msg)
 {
-    st_timeline_thread_t *threads = calloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
+    size_t nthreads = s->rec.nthreads;
+    st_timeline_thread_t *threads = calloc(nthreads ? nthreads : 1, sizeof *threads);
     st_timeline_counter_t *counters =
         calloc(s->sampling && s->sampler.nmetrics ? (size_t)s->sampler.nmetrics : 1, sizeof *counters);
     if (!threads || !counters) {
@@ -94,14 +96,14 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         return st_msg_set(msg, ST_ENOMEM, "out of memory writing the trace");
     }
     memset(stats, 0, 4 * sizeof *stats);
-    for (size_t i = 0; i < s->nthreads; i++) {
-        const st_thread_t *t = s->threads[i];
-        threads[i].trace = &t->trace;
+    for (size_t i = 0; i < nthreads; i++) {
+        const st_rec_thread_t *t = s->rec.threads[i];
+        threads[i].events = &t->ev;
         threads[i].index = t->index;
         threads[i].tid = t->tid;
         threads[i].name = t->name;
-        stats[1] += t->trace.dropped;
-        stats[2] += t->trace.too_deep;
+        stats[1] += t->ev.dropped;
+        stats[2] += t->ev.too_deep;
     }
     size_t ncounters = 0;
     if (s->sampling) {
@@ -117,7 +119,7 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
     char dropped[32], too_deep[32], policy[16];
     snprintf(dropped, sizeof dropped, "%llu", (unsigned long long)stats[1]);
     snprintf(too_deep, sizeof too_deep, "%llu", (unsigned long long)stats[2]);
-    snprintf(policy, sizeof policy, "%s", s->trace_shared.policy == ST_TRACE_FLUSH ? "flush" : "discard");
+    snprintf(policy, sizeof policy, "%s", s->rec.ev.policy == ST_EV_FLUSH ? "flush" : "discard");
     /* A trace whose spill failed says so in itself: it is not whole. */
     uint64_t lost;
     int spill_err = spill_failure(s, &lost);
@@ -141,7 +143,7 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         .labels = &s->labels,
         .locs = &s->locs,
         .threads = threads,
-        .nthreads = s->nthreads,
+        .nthreads = nthreads,
         .counters = counters,
         .ncounters = ncounters,
         .pid = (long)getpid(),
@@ -171,13 +173,42 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
     stats[0] = ps.slice_events;
     stats[3] = ps.bytes;
     if (!st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "perfetto"))
-        for (size_t i = 0; i < s->nthreads; i++)
-            stats[0] += st_trace_count(&s->threads[i]->trace);
+        for (size_t i = 0; i < nthreads; i++)
+            stats[0] += st_evbuf_words(&s->rec.threads[i]->ev, 0);
     free(threads);
     free(counters);
     st_strbuf_free(&command);
     return rc;
 }
+
+/* The timeline as a collector: its events are the recorder's, so it has nothing to
+ * start or stop; it writes its files when results are written and contributes what
+ * that gave. */
+static int timeline_flush(st_collector_t *c, st_session_t *s, st_msg_t *msg)
+{
+    (void)c;
+    uint64_t t0 = st_clock_monotonic_ns();
+    int rc = st_session_write_timeline(s, s->ns_per_tick[ST_TIMER_WALL], s->trace_stats, msg);
+    s->trace_write_s = (double)(st_clock_monotonic_ns() - t0) * 1e-9;
+    return rc;
+}
+
+static void timeline_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
+{
+    (void)c;
+    m->has_trace = 1;
+    m->trace_write_s = s->trace_write_s;
+    m->trace_events = s->trace_stats[0];
+    m->trace_dropped = s->trace_stats[1];
+    m->trace_too_deep = s->trace_stats[2];
+    m->trace_bytes = s->trace_stats[3];
+}
+
+const st_collector_t st_session_timeline_collector = {
+    .name = "timeline",
+    .flush = timeline_flush,
+    .contribute = timeline_contribute,
+};
 
 void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t *s,
                                     const uint64_t stats[4])
@@ -198,7 +229,7 @@ void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t 
                 s->outdir_shown, strerror(spill_err), (unsigned long long)lost);
     /* Under flush a call is lost only when its spill could not be made (a forked
      * child never spills): advising flush then would name the policy in use. */
-    if (stats[1] > lost && s->trace_shared.policy == ST_TRACE_FLUSH)
+    if (stats[1] > lost && s->rec.ev.policy == ST_EV_FLUSH)
         fprintf(notes, "[strata] trace: %llu calls were not recorded: the buffer could not be "
                        "flushed to the results folder (STRATA_TRACE_FILL_POLICY=flush)\n",
                 (unsigned long long)(stats[1] - lost));
@@ -209,5 +240,5 @@ void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t 
     if (stats[2])
         fprintf(notes, "[strata] trace: %llu calls nested deeper than %u were not recorded "
                        "(STRATA_TRACE_MAX_DEPTH)\n",
-                (unsigned long long)stats[2], s->trace_shared.max_depth);
+                (unsigned long long)stats[2], s->rec.ev.max_depth);
 }

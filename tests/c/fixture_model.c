@@ -114,7 +114,7 @@ static const char *const attr_values[] = {"0.1.0", "0", "0", "discard",
 
 /* Plays one thread's events into its path table and timeline, as the collector
  * would: the table gets both timers, the timeline the wall ticks. */
-static int play(st_pathtab_t *t, st_trace_t *tr, const event_t *ev, size_t n, uint64_t scale)
+static int play(st_pathtab_t *t, st_evbuf_t *tr, const event_t *ev, size_t n, uint64_t scale)
 {
     st_play_t p;
     st_play_init(&p, t, ST_NTIMERS);
@@ -127,12 +127,12 @@ static int play(st_pathtab_t *t, st_trace_t *tr, const event_t *ev, size_t n, ui
                 rc = ST_EINVAL;
             else
                 traced[p.depth] =
-                    (uint32_t)st_trace_begin(tr, (uint32_t)ev[i].label, now[ST_TIMER_WALL]);
+                    (uint32_t)st_evbuf_begin(tr, (uint32_t)ev[i].label, now[ST_TIMER_WALL]);
             if (rc == 0)
                 rc = st_play_enter(&p, (uint32_t)ev[i].label, now);
         } else {
             if (p.depth && traced[p.depth - 1])
-                st_trace_end(tr, now[ST_TIMER_WALL]);
+                st_evbuf_end(tr, now[ST_TIMER_WALL]);
             rc = st_play_exit(&p, now);
         }
     }
@@ -192,20 +192,21 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         rc = st_settings_load_env(&f->settings, environment, NULL, &msg);
     if (rc == 0)
         rc = build_labels(f);
-    st_trace_shared_init(&f->trace_shared, (uint64_t)st_settings_int(&f->settings, ST_S_TRACE_BUFFER_SIZE),
-                         ST_TRACE_DISCARD,
-                         (uint32_t)st_settings_int(&f->settings, ST_S_TRACE_MAX_DEPTH), NULL);
+    if (rc == 0)
+        rc = st_ev_shared_init(&f->ev_shared,
+                               (uint64_t)st_settings_int(&f->settings, ST_S_TRACE_BUFFER_SIZE),
+                               ST_EV_DISCARD,
+                               (uint32_t)st_settings_int(&f->settings, ST_S_TRACE_MAX_DEPTH), NULL, 0);
     for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
         if (rc == 0)
             rc = st_pathtab_init(&f->paths[i], &f->reg, 0);
+        st_evbuf_init(&f->events[i], &f->ev_shared);
         if (rc == 0)
-            rc = st_trace_init(&f->traces[i], &f->trace_shared, (uint32_t)i);
-        if (rc == 0)
-            rc = play(&f->paths[i], &f->traces[i], thread_defs[i].events, thread_defs[i].n, scale);
+            rc = play(&f->paths[i], &f->events[i], thread_defs[i].events, thread_defs[i].n, scale);
         f->threads[i] = (st_model_thread_t){.paths = &f->paths[i], .index = (uint32_t)i,
                                             .tid = thread_defs[i].tid, .name = thread_defs[i].name,
                                             .has_rank = 1, .rank = rank};
-        f->tl_threads[i] = (st_timeline_thread_t){.trace = &f->traces[i], .index = (uint32_t)i,
+        f->tl_threads[i] = (st_timeline_thread_t){.events = &f->events[i], .index = (uint32_t)i,
                                                   .tid = thread_defs[i].tid,
                                                   .name = thread_defs[i].name};
     }
@@ -272,11 +273,11 @@ void st_fixture_set_trace_stats(st_fixture_t *f, uint64_t events, uint64_t bytes
 void st_fixture_free(st_fixture_t *f)
 {
     for (int i = 0; i < ST_FIXTURE_THREADS; i++) {
-        st_trace_free(&f->traces[i]);
+        st_evbuf_free(&f->events[i]);
         st_pathtab_free(&f->paths[i]);
     }
     st_metrics_free(&f->reg);
-    st_trace_shared_free(&f->trace_shared);
+    st_ev_shared_free(&f->ev_shared);
     st_intern_free(&f->labels);
     st_loctab_free(&f->locs);
     st_settings_free(&f->settings);

@@ -38,8 +38,8 @@
 #include "core/pathtab.h"
 #include "core/intern.h"
 #include "core/loctab.h"
+#include "core/events.h"
 #include "core/settings.h"
-#include "core/trace.h"
 #include "model/model.h"
 #include "output/timeline.h"
 
@@ -53,8 +53,8 @@ typedef struct {
     st_settings_t settings;
     st_metrics_t reg;       /* wall_clock, cpu_clock */
     st_pathtab_t paths[ST_FIXTURE_THREADS];
-    st_trace_shared_t trace_shared;
-    st_trace_t traces[ST_FIXTURE_THREADS];
+    st_ev_shared_t ev_shared;
+    st_evbuf_t events[ST_FIXTURE_THREADS];
     st_model_thread_t threads[ST_FIXTURE_THREADS];
     st_model_metric_t sampled[ST_FIXTURE_METRICS];
     uint64_t sample_ns[ST_FIXTURE_SAMPLES];

@@ -282,6 +282,80 @@ static void test_node_limit(void)
     st_rec_free(&r);
 }
 
+/* A thread that records one call of label 9 and exits. */
+static void *record_one(void *arg)
+{
+    st_rec_thread_t *th = st_rec_self(arg);
+    if (th) {
+        st_rec_enter(th, 9, NULL);
+        st_rec_exit(th);
+    }
+    return NULL;
+}
+
+/* What the Python collector relies on: st_rec_can_grow (it makes labels only then),
+ * a call with no label (ST_PATH_NONE) counted and kept off the timeline, naming a
+ * thread, a finished thread that gives back its recording memory, keeps its
+ * values and records on, and a sealed recorder whose thread ends change nothing. */
+static void test_collector_protocol(void)
+{
+    fake_clock_t clk = {0, 0};
+    st_rec_config_t c = config(1, 1 << 20, ST_EV_DISCARD);
+    c.max_nodes = 3; /* the root and two paths */
+    c.wall = fake_wall;
+    c.clock_ctx = &clk;
+    st_recorder_t r;
+    CHECK(st_rec_init(&r, &c) == 0);
+    st_rec_thread_t *th = st_rec_self(&r);
+    CHECK(st_rec_can_grow(th));
+    st_rec_enter(th, ST_PATH_NONE, NULL); /* a label that could not be made */
+    CHECK(th->depth == 1 && th->stack[0].node == ST_PATH_NONE && !th->stack[0].traced);
+    CHECK(!st_rec_can_grow(th)); /* under an unrecorded call */
+    CHECK(st_rec_exit(th) == 1 && th->paths.dropped == 1 && th->ev.depth == 0);
+    CHECK(st_evbuf_words(&th->ev, 0) == 0);
+    clk.wall = 10;
+    st_rec_enter(th, 1, NULL);
+    CHECK(st_rec_can_grow(th));
+    st_rec_enter(th, 2, NULL);
+    CHECK(!st_rec_can_grow(th)); /* the node limit */
+    clk.wall = 15;
+    st_rec_exit(th);
+    clk.wall = 20;
+    st_rec_exit(th);
+    CHECK(strncmp(th->name, "Thread-", 7) == 0); /* until named */
+    st_rec_thread_name(th, "MainThread");
+    CHECK_STR(th->name, "MainThread");
+
+    /* finished: stack and index go, paths and values stay, recording goes on */
+    uint32_t a = child(&th->paths, 0, 1), b = child(&th->paths, a, 2);
+    st_rec_thread_finish(th);
+    CHECK(th->finished && th->stack == NULL && th->capstack == 0 && th->paths.children.count == 0);
+    CHECK(th->paths.capnodes == th->paths.nnodes && th->paths.cols.cap == th->paths.nnodes);
+    CHECK(wall_of(th, a)->sum == 10 && wall_of(th, b)->sum == 5);
+    CHECK(st_rec_self(&r) == th); /* the thread's pointer still leads to it */
+    th->paths.max_nodes = 4;      /* room for one more path */
+    clk.wall = 30;
+    st_rec_enter(th, 1, NULL);
+    st_rec_enter(th, 2, NULL); /* found again through the rebuilt index */
+    st_rec_enter(th, 3, NULL); /* a new path */
+    clk.wall = 31;
+    CHECK(st_rec_exit(th) == 1 && st_rec_exit(th) == 1 && st_rec_exit(th) == 1);
+    CHECK(th->paths.nnodes == 4 && child(&th->paths, b, 3) == 3 && !th->paths.failed);
+    CHECK(wall_of(th, a)->count == 2 && wall_of(th, b)->count == 2 && wall_of(th, 3)->sum == 1);
+    CHECK(st_mcols_timer(&th->paths.cols, ST_REC_WALL)[3].count == 1);
+
+    /* sealed: thread ends leave states as they are, for reading (a finish, and a
+     * pthread's exit) */
+    st_rec_seal(&r);
+    st_rec_thread_finish(th);
+    CHECK(th->stack != NULL && th->paths.children.count > 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, record_one, &r) == 0 && pthread_join(t, NULL) == 0);
+    CHECK(r.nthreads == 2 && !r.threads[1]->finished && r.threads[1]->stack != NULL);
+    CHECK(wall_of(r.threads[1], child(&r.threads[1]->paths, 0, 9))->count == 1);
+    st_rec_free(&r);
+}
+
 /* Every kind of event, its payload, tracks with foreign clocks, and the columns
  * that alloc and samples fill. */
 static void test_event_kinds(void)
@@ -735,6 +809,7 @@ int main(void)
     test_pathtab();
     test_fake_clock();
     test_node_limit();
+    test_collector_protocol();
     test_event_kinds();
     test_discard();
     test_flush();

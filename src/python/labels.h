@@ -1,0 +1,56 @@
+/* The CPython collector's label cache: verdicts and labels of code objects and C
+ * functions.
+ *
+ * Design note. Verdicts and labels are computed once per code object and generation
+ * (a counter bumped whenever a setting changes) and kept in the code object's extra
+ * slot; the hook never runs a regex, formats a string or allocates, except with
+ * --label args, whose labels depend on each call's arguments. A code object that
+ * no thread may record, whatever its state (left out by the filters, no @profile or
+ * @noprofile mark), is "skipped": on 3.12+ its events are switched off
+ * (sys.monitoring.DISABLE) until the settings change. Labels are made only when a
+ * thread's path table can still grow (st_rec_can_grow), so that the label tables
+ * stay bounded by the node limit too. With the GIL held. */
+#ifndef STRATA_PYTHON_LABELS_H
+#define STRATA_PYTHON_LABELS_H
+
+#include "python/pystate.h"
+
+/* labels.c: the slow paths behind the caches. */
+/* s as UTF-8 text, where the bytes a file name was decoded from (surrogateescape)
+ * are not UTF-8 written \xNN; *hold keeps the text alive (Py_XDECREF it after).
+ * NULL (no exception set) if that fails. */
+const char *st_pytext_utf8(PyObject *s, PyObject **hold);
+codeinfo_t *st_pylabel_code_info(PyCodeObject *co);
+/* Makes ci's label (its text and function, core/loctab.h) and returns it, or
+ * ST_PATH_NONE when out of memory. Called only when a thread can record the call
+ * (st_rec_can_grow), so that labels stay bounded by the nodes. */
+uint32_t st_pylabel_resolve(codeinfo_t *ci, PyCodeObject *co);
+/* frame NULL: the running frame (PyEval_GetFrame), used only if its code is co. */
+uint32_t st_pylabel_args(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback);
+/* A PyCFunction's label and verdict; NULL if fn is none or memory runs out. */
+cfunc_entry_t *st_pylabel_cfunc(PyObject *fn);
+/* The same for method `ml` called on `self` (a method descriptor's call on 3.12+),
+ * labelled as 3.11 labels the bound PyCFunction it makes for that call. */
+cfunc_entry_t *st_pylabel_cmethod(const PyMethodDef *ml, PyObject *self);
+
+/* The code object's extra slot, read directly: CPython 3.11 to 3.13 keep them as
+ * {Py_ssize_t size; void *extras[]} behind co_extra (the layout of
+ * _PyCodeObjectExtra, unchanged since 3.6); this saves a call per event. */
+static inline codeinfo_t *cached_info(PyCodeObject *co)
+{
+    Py_ssize_t *extra = co->co_extra;
+    if (extra && st_py.extra_index < extra[0]) {
+        codeinfo_t *ci = ((codeinfo_t **)(extra + 1))[st_py.extra_index];
+        if (ci && ci->gen == st_py.gen)
+            return ci;
+    }
+    return NULL;
+}
+
+static inline codeinfo_t *code_info(PyCodeObject *co)
+{
+    codeinfo_t *ci = cached_info(co);
+    return ci ? ci : st_pylabel_code_info(co);
+}
+
+#endif
