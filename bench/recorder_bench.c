@@ -1,4 +1,4 @@
-/* enter + exit cost of the recorder against today's call tree + timeline.
+/* enter + exit cost of the recorder, over the floor of two clock reads a call.
  *
  * Each variant runs the calls of a recursive fib(N) (each call one enter and one
  * exit around its two recursive calls, keyed as the Python collector keys them) and
@@ -6,13 +6,12 @@
  * both use (st_clock: the TSC where invariant). "floor" is the same recursion with
  * only the two clock reads: what remains above it is bookkeeping.
  *
- *   old:      st_calltree_push + stamp (clock last) [+ st_trace_begin];
- *             top-key check + clock first + st_calltree_close_top [+ st_trace_end],
- *             exactly as src/python/collector.h does it;
- *   recorder: st_rec_enter_t / st_rec_exit_key_t with `tracing` a constant.
+ *   recorder: st_rec_enter_t / st_rec_exit_key_t with `tracing` a constant, as
+ *             the Python collector (src/python/collector.h) calls them.
  *
- * Timelines are never reset: both take (and fault in) fresh chunks as they fill
- * them, about 7.5 MiB a round each at fib(25).
+ * The timeline is never reset: it takes (and faults in) fresh chunks as it fills
+ * them, about 7.5 MiB a round at fib(25). (Until issue 10 this also ran the call
+ * tree and timeline the recorder replaced: docs/engine.md has those figures.)
  *
  * Built by CMake outside the Python package (target recorder_bench); run
  *   build/ctest/recorder_bench [N] [R]
@@ -21,10 +20,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/calltree.h"
 #include "core/clock.h"
 #include "core/recorder.h"
-#include "core/trace.h"
 
 static volatile uint64_t sink;
 
@@ -49,38 +46,6 @@ static void fib_floor(int n)
     sink += st_clock_ticks() - t0;
 }
 
-/* ---- today's call tree and timeline, as collector.h drives them */
-static st_calltree_t old_tree;
-static st_trace_t old_trace;
-
-static inline void old_enter(uint32_t label, const void *key, const int tracing)
-{
-    st_frame_t *f = st_calltree_push(&old_tree, label, key);
-    if (f) {
-        uint64_t t = st_clock_ticks();
-        f->t0[ST_TIMER_WALL] = t;
-        if (tracing)
-            f->traced = (uint32_t)st_trace_begin(&old_trace, label, t);
-    }
-}
-
-static inline void old_exit(const void *key, const int tracing)
-{
-    if (st_calltree_top_key(&old_tree) != key)
-        return;
-    uint64_t now[ST_NTIMERS] = {0, 0};
-    if (!tracing) {
-        now[ST_TIMER_WALL] = st_clock_ticks();
-        st_calltree_close_top(&old_tree, now, 1);
-        return;
-    }
-    uint32_t traced = old_tree.stack[old_tree.depth - 1].traced;
-    now[ST_TIMER_WALL] = st_clock_ticks();
-    st_calltree_close_top(&old_tree, now, 1);
-    if (traced)
-        st_trace_end(&old_trace, now[ST_TIMER_WALL]);
-}
-
 #define FIB(name, enter, exit_, tracing)                                               \
     static void name(int n)                                                            \
     {                                                                                  \
@@ -93,9 +58,6 @@ static inline void old_exit(const void *key, const int tracing)
         }                                                                              \
         exit_(&key, tracing);                                                          \
     }
-
-FIB(fib_old, old_enter, old_exit, 0)
-FIB(fib_old_traced, old_enter, old_exit, 1)
 
 /* ---- the recorder */
 static st_rec_thread_t *rec_th;
@@ -125,10 +87,6 @@ int main(int argc, char **argv)
     int rounds = argc > 2 ? atoi(argv[2]) : 15;
     st_clock_init("auto");
 
-    st_trace_shared_t tsh;
-    st_trace_shared_init(&tsh, (uint64_t)1 << 32, ST_TRACE_DISCARD, 512, NULL);
-    if (st_calltree_init(&old_tree, 0) < 0 || st_trace_init(&old_trace, &tsh, 0) < 0)
-        return 1;
     st_rec_config_t cfg = {0};
     cfg.trace = 1;
     cfg.budget = (uint64_t)1 << 32;
@@ -140,9 +98,7 @@ int main(int argc, char **argv)
 
     variant_t v[] = {
         {"floor (2 clock reads)", fib_floor, 1e30},
-        {"old: calltree", fib_old, 1e30},
         {"recorder", fib_rec, 1e30},
-        {"old: calltree + trace", fib_old_traced, 1e30},
         {"recorder + trace", fib_rec_traced, 1e30},
     };
     size_t nv = sizeof v / sizeof v[0];
@@ -166,7 +122,5 @@ int main(int argc, char **argv)
         printf("  %-24s %6.2f ns per enter+exit (%+.2f over the floor)\n", v[i].name, v[i].best,
                v[i].best - v[0].best);
     st_rec_free(&rec);
-    st_calltree_free(&old_tree);
-    st_trace_free(&old_trace);
     return 0;
 }

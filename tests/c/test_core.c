@@ -1,4 +1,4 @@
-/* Unit tests of the core: call tree (with a fake clock), interning, settings,
+/* Unit tests of the core: interning, settings,
  * filters, the command-line parser, and the table and JSON writers. Every figure is
  * exact because time is injected. Prints "N passed, N failed" and exits non-zero
  * on any failure. */
@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/calltree.h"
 #include "core/components.h"
 #include "core/filter.h"
 #include "base/fsutil.h"
@@ -19,112 +18,12 @@
 #include "model/walk.h"
 #include "core/settings.h"
 #include "base/strbuf.h"
-#include "core/trace.h"
 #include "output/json.h"
 #include "output/table.h"
 #include "session/args.h"
 
 #include "check.h"
 #include "play.h"
-
-/* Calls with fake times: push at t0, pop at t1. */
-static void call(st_calltree_t *t, uint32_t label, const void *key, uint64_t t0)
-{
-    st_frame_t *f = st_calltree_push(t, label, key);
-    f->t0[0] = t0;
-    f->t0[1] = t0 / 2;
-}
-
-static void ret(st_calltree_t *t, const void *key, uint64_t t1)
-{
-    uint64_t now[2] = {t1, t1 / 2};
-    st_calltree_pop(t, key, now, 2);
-}
-
-static void test_calltree(void)
-{
-    st_calltree_t t;
-    CHECK(st_calltree_init(&t, 0) == 0);
-    int a, b, c; /* frame identities */
-    /* main(0..100) calls f(10..30), f(40..80) and g(85..90); f calls g once. */
-    call(&t, 1, &a, 0);
-    call(&t, 2, &b, 10);
-    ret(&t, &b, 30);
-    call(&t, 2, &b, 40);
-    call(&t, 3, &c, 50);
-    ret(&t, &c, 60);
-    ret(&t, &b, 80);
-    call(&t, 3, &c, 85);
-    ret(&t, &c, 90);
-    ret(&t, &a, 100);
-    CHECK(t.depth == 0);
-    CHECK(t.nnodes == 5); /* root, main, main/f, main/f/g, main/g */
-    const st_node_t *main_ = &t.nodes[1], *f = &t.nodes[2];
-    CHECK(main_->count == 1 && main_->acc[0].sum == 100);
-    CHECK(main_->acc[0].self == 100 - 20 - 40 - 5);
-    CHECK(f->count == 2 && f->acc[0].sum == 60 && f->acc[0].min == 20 && f->acc[0].max == 40);
-    CHECK(f->acc[0].self == 50);
-    double mean, var;
-    st_accum_stats(f, 0, &mean, &var);
-    CHECK(fabs(mean - 30.0) < 1e-9 && fabs(var - 100.0) < 1e-9);
-    CHECK(f->depth == 1 && t.nodes[3].depth == 2 && t.nodes[4].depth == 1);
-    CHECK(t.nodes[3].parent == 2 && t.nodes[4].parent == 1);
-    /* The second timer got its own values. */
-    CHECK(main_->acc[1].sum == 50);
-
-    /* A pop whose key is not on top changes nothing. */
-    call(&t, 1, &a, 200);
-    ret(&t, &b, 210);
-    CHECK(t.depth == 1);
-    uint64_t now[2] = {300, 150};
-    st_calltree_close_all(&t, now, 2);
-    CHECK(t.depth == 0 && main_->count == 2 && t.nodes[1].acc[0].max == 100);
-    st_calltree_free(&t);
-
-    /* The node limit drops new paths but keeps the stack balanced. */
-    CHECK(st_calltree_init(&t, 3) == 0);
-    call(&t, 1, &a, 0);
-    call(&t, 2, &b, 1);
-    call(&t, 3, &c, 2); /* would be node 3: dropped */
-    CHECK(t.dropped == 1 && t.depth == 3);
-    ret(&t, &c, 3);
-    ret(&t, &b, 4);
-    ret(&t, &a, 5);
-    CHECK(t.depth == 0 && t.nnodes == 3 && t.nodes[2].count == 1);
-    st_calltree_free(&t);
-
-    /* Deep recursion: one node per depth, memory by paths not calls. */
-    CHECK(st_calltree_init(&t, 0) == 0);
-    static int keys[6000];
-    for (int rep = 0; rep < 3; rep++) {
-        for (int i = 0; i < 6000; i++)
-            call(&t, 7, &keys[i], (uint64_t)i);
-        for (int i = 5999; i >= 0; i--)
-            ret(&t, &keys[i], 10000);
-    }
-    CHECK(t.nnodes == 6001 && t.nodes[6000].count == 3 && t.nodes[6000].depth == 5999);
-    st_calltree_free(&t);
-
-    /* Mean and variance across many batches, against a two-pass computation, with a
-     * large offset that would ruin a naive sum of squares in doubles. */
-    CHECK(st_calltree_init(&t, 0) == 0);
-    const int ncalls = 1000;
-    double sum = 0, sq = 0;
-    uint64_t base = 1000000000000u, xs[1000];
-    for (int i = 0; i < ncalls; i++) {
-        xs[i] = base + (uint64_t)((i * 7919) % 1013);
-        sum += (double)xs[i];
-        call(&t, 5, &a, 0);
-        ret(&t, &a, xs[i]);
-    }
-    double mu = sum / ncalls;
-    for (int i = 0; i < ncalls; i++)
-        sq += ((double)xs[i] - mu) * ((double)xs[i] - mu);
-    st_accum_stats(&t.nodes[1], 0, &mean, &var);
-    CHECK(fabs(mean - mu) < 1e-3 && fabs(var - sq / ncalls) < 1e-6 * (sq / ncalls));
-    CHECK(t.nodes[1].merged == 960); /* 15 whole batches folded, 40 calls pending */
-    st_calltree_free(&t);
-}
 
 static void test_intern(void)
 {
@@ -569,109 +468,6 @@ static void test_table(void)
 }
 
 /* Timelines: discard keeps ends, flush keeps everything, the reader gives order. */
-static void test_trace(void)
-{
-    st_trace_shared_t sh;
-    st_trace_t t;
-    /* A budget of two chunks. */
-    st_trace_shared_init(&sh, 2 * ST_TRACE_CHUNK_BYTES(ST_TRACE_CHUNK_EVENTS), ST_TRACE_DISCARD, 8,
-                         "/tmp");
-    CHECK(st_trace_init(&t, &sh, 0) == 0);
-    CHECK(st_trace_begin(&t, 1, 0) == 1); /* an outer call that stays open */
-    uint64_t n = 1;
-    while (st_trace_begin(&t, 2, n)) {
-        st_trace_end(&t, n);
-        n++;
-    }
-    CHECK(t.full && t.dropped == 1 && t.depth == 1);
-    CHECK(st_trace_begin(&t, 3, n) == 0 && t.dropped == 2);
-    /* The last inner call began in the last slot: its end went to the reserve, and
-     * so does the outer call's. */
-    st_trace_end(&t, n + 1);
-    CHECK(t.nreserve == 2 && t.depth == 0);
-    CHECK(st_trace_count(&t) == 2 * ST_TRACE_CHUNK_EVENTS + 2);
-    st_trace_reader_t r;
-    st_trace_reader_init(&r, &t);
-    const st_tevent_t *e, *last = NULL;
-    uint64_t count = 0, prev = 0;
-    int order_ok = 1;
-    while ((e = st_trace_next(&r)) != NULL) {
-        order_ok &= e->ticks >= prev;
-        prev = e->ticks;
-        last = e;
-        count++;
-    }
-    CHECK(order_ok && count == st_trace_count(&t) && last && last->kind == ST_TEV_END);
-    st_trace_free(&t);
-
-    /* Depth limit. */
-    st_trace_shared_init(&sh, 1 << 20, ST_TRACE_DISCARD, 2, "/tmp");
-    CHECK(st_trace_init(&t, &sh, 0) == 0);
-    CHECK(st_trace_begin(&t, 1, 0) && st_trace_begin(&t, 1, 1) && !st_trace_begin(&t, 1, 2));
-    CHECK(t.too_deep == 1);
-    st_trace_free(&t);
-
-    /* Flush: one chunk of budget, ten chunks of events, all read back in order. */
-    st_trace_shared_init(&sh, ST_TRACE_CHUNK_BYTES(ST_TRACE_CHUNK_EVENTS), ST_TRACE_FLUSH, 8, "/tmp");
-    CHECK(st_trace_init(&t, &sh, 3) == 0);
-    uint64_t total = 10 * ST_TRACE_CHUNK_EVENTS + 7;
-    for (uint64_t i = 0; i < total / 2; i++) {
-        CHECK(st_trace_begin(&t, (uint32_t)i, 2 * i) || (failed++, 0));
-        st_trace_end(&t, 2 * i + 1);
-    }
-    CHECK(t.spilled > 0 && t.dropped == 0);
-    st_trace_reader_init(&r, &t);
-    count = 0;
-    order_ok = 1;
-    while ((e = st_trace_next(&r)) != NULL)
-        order_ok &= e->ticks == count++;
-    CHECK(order_ok && !r.error && count == (total / 2) * 2);
-    st_trace_free(&t);
-    st_trace_shared_free(&sh);
-
-    /* Finished threads give their memory back: 300 short threads, one after
-     * another, in a budget of one chunk. Flush keeps every event (in the spill
-     * file); discard keeps every event too, each thread's chunk shrunk to fit. */
-    for (int policy = 0; policy < 2; policy++) {
-        int64_t budget = (int64_t)ST_TRACE_CHUNK_BYTES(ST_TRACE_CHUNK_EVENTS);
-        st_trace_shared_init(&sh, (uint64_t)budget, policy ? ST_TRACE_FLUSH : ST_TRACE_DISCARD,
-                             8, "/tmp");
-        static st_trace_t many[300];
-        int ok = 1;
-        for (int k = 0; k < 300; k++) {
-            CHECK(st_trace_init(&many[k], &sh, (uint32_t)k) == 0);
-            for (int i = 0; i < 3; i++) {
-                ok &= st_trace_begin(&many[k], (uint32_t)k, (uint64_t)(2 * i));
-                st_trace_end(&many[k], (uint64_t)(2 * i + 1));
-            }
-            st_trace_finish(&many[k]);
-            ok &= many[k].reserve == NULL && many[k].dropped == 0;
-        }
-        CHECK(ok);
-        /* flush: all of it back; discard: all but the events kept */
-        int64_t kept = policy ? 0 : 300 * (int64_t)ST_TRACE_CHUNK_BYTES(6);
-        CHECK(atomic_load(&sh.bytes_left) == budget - kept);
-        uint64_t events = 0;
-        for (int k = 0; k < 300; k++) {
-            st_trace_reader_init(&r, &many[k]);
-            uint64_t i = 0;
-            while ((e = st_trace_next(&r)) != NULL)
-                ok &= e->ticks == i++ && (e->kind == ST_TEV_END || e->label == (uint32_t)k);
-            ok &= !r.error;
-            events += i;
-        }
-        CHECK(ok && events == 300 * 6);
-        /* a finished thread may record again */
-        CHECK(st_trace_begin(&many[0], 1, 10) == 1);
-        st_trace_end(&many[0], 11);
-        CHECK(st_trace_count(&many[0]) == 8);
-        for (int k = 0; k < 300; k++)
-            st_trace_free(&many[k]);
-        st_trace_shared_free(&sh);
-    }
-}
-
-/* The one number parser: strict grammar, spaces on both sides alike, ranges. */
 static void test_numbers(void)
 {
     double d = -1;
@@ -775,7 +571,6 @@ static void test_fs_out(void)
 
 int main(void)
 {
-    test_calltree();
     test_intern();
     test_settings();
     test_args();
@@ -783,7 +578,6 @@ int main(void)
     test_filter();
     test_walk();
     test_table();
-    test_trace();
     test_numbers();
     test_strbuf_escape_and_stream();
     test_fs_out();
