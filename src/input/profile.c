@@ -846,8 +846,8 @@ static int resolve_functions(reader_t *r)
             return ST_ENOMEM;
         }
     }
-    st_intern_free(&p->labels);
-    p->labels = labels;
+    st_intern_move(&p->labels, &labels);
+    st_intern_free(&labels);
     return 0;
 }
 

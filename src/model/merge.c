@@ -339,7 +339,7 @@ int st_merge_add(st_merger_t *mg, const st_model_t *m)
     if (m->nruns > mg->maxruns_in)
         mg->maxruns_in = m->nruns;
     remap_t rm;
-    size_t nl = (size_t)m->labels->count + 1, nloc = (m->locs ? m->locs->nlocs : 0) + 1;
+    size_t nl = (size_t)st_intern_count(m->labels) + 1, nloc = (m->locs ? m->locs->nlocs : 0) + 1;
     rm.labels = malloc(nl * sizeof *rm.labels);
     rm.locs = malloc(nloc * sizeof *rm.locs);
     int rc = 0;

@@ -84,7 +84,7 @@ int st_callgrind_write(st_strbuf_t *out, const st_model_t *m)
             nex++;
     }
     /* file ids: the location's file string; one more for "???" */
-    uint32_t nstr = m->locs ? m->locs->strings.count : 0;
+    uint32_t nstr = m->locs ? st_intern_count(&m->locs->strings) : 0;
     uint32_t *file_id = malloc(((size_t)g.nfns + 1) * sizeof *file_id);
     char *file_named = calloc((size_t)nstr + 1, 1);
     char *fn_named = calloc((size_t)g.nfns + 1, 1);

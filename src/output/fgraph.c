@@ -185,7 +185,7 @@ int st_fgraph_build_metric(st_fgraph_t *g, const st_model_t *m, long rank, uint3
     memset(g, 0, sizeof *g);
     g->timer = st_model_timer(m);
     g->metric = metric;
-    g->nkeys = (m->locs ? m->locs->nlocs : 0) + (size_t)m->labels->count + 1;
+    g->nkeys = (m->locs ? m->locs->nlocs : 0) + (size_t)st_intern_count(m->labels) + 1;
     g->fn_of_key = malloc(g->nkeys * sizeof *g->fn_of_key);
     if (!g->fn_of_key)
         return ST_ENOMEM;
@@ -212,7 +212,7 @@ int st_fgraph_build_metric(st_fgraph_t *g, const st_model_t *m, long rank, uint3
     for (uint32_t e = 0; e < g->nedges; e++)
         if (g->edges[e].ct < g->edges[e].tt)
             g->edges[e].ct = g->edges[e].tt;
-    size_t nstr = m->locs ? m->locs->strings.count : 0;
+    size_t nstr = m->locs ? st_intern_count(&m->locs->strings) : 0;
     g->qual_uses = calloc(nstr ? nstr : 1, sizeof *g->qual_uses);
     if (!g->qual_uses) {
         st_fgraph_free(g);

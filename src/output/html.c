@@ -72,7 +72,7 @@ static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
     st_strbuf_printf(out, ",\"unit\":\"%s\",\"labels\":[", timer >= 0 ? "ns" : "calls");
     st_strbuf_t name;
     st_strbuf_init(&name);
-    for (uint32_t l = 0; l < m->labels->count; l++) {
+    for (uint32_t l = 0; l < st_intern_count(m->labels); l++) {
         if (l)
             st_strbuf_putc(out, ',');
         st_strbuf_reset(&name);

@@ -214,7 +214,7 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
 {
     const st_timeline_thread_t *th = &m->threads[i];
     uint32_t seq = 2 + (uint32_t)i;
-    uint8_t *interned = calloc(m->labels->count ? m->labels->count : 1, 1);
+    uint8_t *interned = calloc(st_intern_count(m->labels) ? st_intern_count(m->labels) : 1, 1);
     if (!interned)
         return -1;
     uint64_t prev = m->base_mono_ns;
@@ -232,7 +232,7 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         uint64_t ns = st_timeline_ns(m, e->ticks);
         if (ns < prev)
             ns = prev; /* clock calibration never runs time backwards */
-        if (e->kind != ST_EV_BEGIN || e->a >= m->labels->count || interned[e->a]) {
+        if (e->kind != ST_EV_BEGIN || e->a >= st_intern_count(m->labels) || interned[e->a]) {
             /* The common case, encoded in place:
              * TracePacket{timestamp, seq id, flags, track_event{type[, name_iid]}} */
             char pkt[48], *p = pkt + 2;
@@ -268,7 +268,7 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         if (e->kind == ST_EV_BEGIN) {
             st_pb_uint(te, TE_TYPE, TE_BEGIN);
             st_pb_uint(te, TE_NAME_IID, (uint64_t)e->a + 1);
-            if (e->a < m->labels->count && !interned[e->a]) {
+            if (e->a < st_intern_count(m->labels) && !interned[e->a]) {
                 interned[e->a] = 1;
                 st_strbuf_reset(names);
                 st_strbuf_reset(name);

@@ -20,7 +20,7 @@ int st_speedscope_write(st_strbuf_t *out, const st_model_t *m, const char *name)
 {
     int timer = st_model_timer(m);
     /* frames: one per label used, in order of first use */
-    uint32_t nlabels = m->labels->count;
+    uint32_t nlabels = st_intern_count(m->labels);
     uint32_t *frame_of = malloc(((size_t)nlabels + 1) * sizeof *frame_of);
     uint32_t *labels = malloc(((size_t)nlabels + 1) * sizeof *labels);
     if (!frame_of || !labels) {
