@@ -2,11 +2,15 @@
  * design). */
 #include "python/collector.h"
 
+#include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "python/exits.h"
+#include "python/frames.h"
 #include "session/args.h"
 
 st_py_state_t st_py;
@@ -583,6 +587,87 @@ static PyObject *py_skipped_events(PyObject *self, PyObject *unused)
     return PyLong_FromUnsignedLongLong(ts ? ts->skipped_events : 0);
 }
 
+/* For tests: the calling thread's Python frames as the signal-safe walker sees
+ * them, [(code, instruction index), ...] innermost first; _strata.Error with the
+ * load check's reason when the walker is off. */
+static PyObject *py_pyframes(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    const char *why;
+    if (st_pyframes_check(&why) < 0) {
+        PyErr_SetString(st_py.error, why);
+        return NULL;
+    }
+    st_pyframe_t fr[256];
+    int n = st_pyframes_walk(PyThreadState_Get(), fr, 256);
+    if (n < 0) {
+        PyErr_SetString(st_py.error, "the frame walk failed a check");
+        return NULL;
+    }
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *t = Py_BuildValue("(Oi)", (PyObject *)fr[i].code, (int)fr[i].idx);
+        if (!t) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, t);
+    }
+    return list;
+}
+
+/* For tests: SIGPROF walks (the walker in a real handler, interrupting anything). */
+static __thread const void *sigtest_ts __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t sigtest_ok, sigtest_bad;
+
+static void sigtest_handler(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    st_pyframe_t fr[64];
+    if (sigtest_ts) {
+        if (st_pyframes_walk(sigtest_ts, fr, 64) > 0)
+            atomic_fetch_add(&sigtest_ok, 1);
+        else
+            atomic_fetch_add(&sigtest_bad, 1);
+    }
+    errno = saved;
+}
+
+/* _pyframes_sigtest(us): every `us` microseconds of process CPU time, SIGPROF
+ * walks the calling thread's frames; 0 stops. Returns (walks, failed walks). */
+static PyObject *py_pyframes_sigtest(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long us = PyLong_AsLong(arg);
+    if (us < 0 && PyErr_Occurred())
+        return NULL;
+    const char *why;
+    if (us > 0 && st_pyframes_check(&why) < 0) {
+        PyErr_SetString(st_py.error, why);
+        return NULL;
+    }
+    struct itimerval it = {{0, us}, {0, us}};
+    if (us > 0) {
+        atomic_store(&sigtest_ok, 0);
+        atomic_store(&sigtest_bad, 0);
+        sigtest_ts = PyThreadState_Get();
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = sigtest_handler;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGPROF, &sa, NULL);
+    }
+    setitimer(ITIMER_PROF, &it, NULL);
+    if (us == 0) {
+        signal(SIGPROF, SIG_IGN);
+        sigtest_ts = NULL;
+    }
+    return Py_BuildValue("(KK)", (unsigned long long)atomic_load(&sigtest_ok),
+                         (unsigned long long)atomic_load(&sigtest_bad));
+}
+
 static PyMethodDef methods[] = {
     {"parse_cli", py_parse_cli, METH_VARARGS,
      "parse_cli(argv) -> dict or None: parse `strata python` options (None after --help)."},
@@ -604,6 +689,10 @@ static PyMethodDef methods[] = {
     {"get", py_get, METH_O, "get(name): a setting's value."},
     {"set", py_set, METH_VARARGS, "set(name, value): change a setting (ValueError if bad)."},
     {"state", py_state, METH_NOARGS, "state() -> dict: live, running, outdir, backend."},
+    {"_pyframes", py_pyframes, METH_NOARGS,
+     "_pyframes() -> [(code, index)]: this thread's frames as the sampler walks them (tests)."},
+    {"_pyframes_sigtest", py_pyframes_sigtest, METH_O,
+     "_pyframes_sigtest(us) -> (walks, failed): SIGPROF frame walks on this thread (tests)."},
     {"_skipped_events", py_skipped_events, METH_NOARGS,
      "_skipped_events() -> int: events of left-out code seen on this thread (tests)."},
     {NULL, NULL, 0, NULL},

@@ -1,0 +1,289 @@
+/* The Python frame walker and its load-time check (frames.h). */
+/* Python.h first: its pyconfig.h defines _GNU_SOURCE (process_vm_readv). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include "python/frames.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "base/err.h"
+
+/* Where the walk reads, for the minor version compiled for (frames.md, section 1;
+ * checked by st_pyframes_check). */
+typedef struct {
+    int cframe;         /* 1: tstate->cframe->current_frame (3.11, 3.12) */
+    size_t ts_frame;    /* in the tstate: cframe, or current_frame (3.13+) */
+    size_t cf_current;  /* in a _PyCFrame: current_frame */
+    size_t fr_code;     /* in a _PyInterpreterFrame: f_code / f_executable */
+    size_t fr_prev;     /* previous */
+    size_t fr_instr;    /* prev_instr (3.11, 3.12) / instr_ptr (3.13+) */
+    size_t fr_owner;    /* owner (a char) */
+    int shim_owner;     /* owner of shim frames (skipped), or -1 */
+    int max_owner;      /* highest owner value on the chain */
+    size_t co_adaptive; /* in a PyCodeObject: co_code_adaptive */
+} layout_t;
+
+#if defined(Py_GIL_DISABLED)
+#define HAVE_LAYOUT 0
+#elif PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define HAVE_LAYOUT 1
+static const layout_t L = {1, 56, 8, 32, 48, 56, 69, -1, 2, 184};
+#elif PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+#define HAVE_LAYOUT 1
+static const layout_t L = {1, 56, 0, 0, 8, 56, 70, 3, 3, 192};
+#elif PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
+#define HAVE_LAYOUT 1
+static const layout_t L = {0, 72, 0, 0, 8, 56, 70, 3, 3, 200};
+#else
+#define HAVE_LAYOUT 0
+#endif
+
+#if HAVE_LAYOUT
+#define FRAME_READ 72      /* bytes of a frame header read: every field above */
+#define MAX_HOPS 4096      /* frames visited in one walk, shims included */
+
+static int walker_on;      /* the check passed */
+static pid_t self_pid;     /* process_vm_readv's target: this process */
+
+/* Copies n bytes at src, or fails (-1) where they are not mapped. Signal-safe. */
+static int rd(void *dst, uintptr_t src, size_t n)
+{
+    struct iovec l = {dst, n}, r = {(void *)src, n};
+    return process_vm_readv(self_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+static uintptr_t word_at(const unsigned char *buf, size_t off)
+{
+    uintptr_t v;
+    memcpy(&v, buf + off, sizeof v);
+    return v;
+}
+
+/* The walk; *shims counts the shim frames skipped. Returns frames or ST_EINVAL. */
+static int walk(uintptr_t ts, st_pyframe_t *out, int cap, int *shims)
+{
+    uintptr_t f;
+    if (rd(&f, ts + L.ts_frame, sizeof f) < 0)
+        return ST_EINVAL;
+    if (L.cframe && f && rd(&f, f + L.cf_current, sizeof f) < 0)
+        return ST_EINVAL;
+    int n = 0;
+    for (int hops = 0; f && n < cap; hops++) {
+        unsigned char buf[FRAME_READ];
+        if (hops == MAX_HOPS || (f & 7) || rd(buf, f, sizeof buf) < 0)
+            return ST_EINVAL;
+        int owner = (signed char)buf[L.fr_owner];
+        uintptr_t prev = word_at(buf, L.fr_prev);
+        if (owner < 0 || owner > L.max_owner || prev == f)
+            return ST_EINVAL;
+        if (owner == L.shim_owner) {
+            (*shims)++;
+            f = prev;
+            continue;
+        }
+        uintptr_t code = word_at(buf, L.fr_code);
+        uintptr_t hdr[3]; /* refcount, type, size in code units */
+        if (!code || (code & 7) || rd(hdr, code, sizeof hdr) < 0 ||
+            hdr[1] != (uintptr_t)&PyCode_Type)
+            return ST_EINVAL;
+        intptr_t d = (intptr_t)(word_at(buf, L.fr_instr) - (code + L.co_adaptive));
+        if (d & 1 || d / 2 < -1 || d / 2 >= (intptr_t)hdr[2])
+            return ST_EINVAL;
+        out[n].code = (const void *)code;
+        out[n].idx = (int32_t)(d / 2);
+        n++;
+        f = prev;
+    }
+    return n;
+}
+#endif
+
+int st_pyframes_walk(const void *tstate, st_pyframe_t *out, int cap)
+{
+#if HAVE_LAYOUT
+    if (!walker_on || !tstate)
+        return ST_EINVAL;
+    int saved = errno, shims = 0;
+    int n = walk((uintptr_t)tstate, out, cap, &shims);
+    errno = saved;
+    return n;
+#else
+    (void)tstate;
+    (void)out;
+    (void)cap;
+    return ST_EINVAL;
+#endif
+}
+
+#if HAVE_LAYOUT
+
+static void after_fork_child(void)
+{
+    self_pid = getpid();
+}
+
+#if PY_VERSION_HEX >= 0x030D0000
+/* The head of 3.13's _Py_DebugOffsets, up to what the walk reads (CPython's
+ * Include/internal/pycore_runtime.h, stable between patch releases). */
+typedef struct {
+    char cookie[8];
+    uint64_t version, free_threaded;
+    uint64_t runtime_state[3];
+    uint64_t interpreter_state[13];
+    uint64_t ts_size, ts_prev, ts_next, ts_interp, ts_current_frame, ts_thread_id,
+        ts_native_thread_id, ts_datastack_chunk, ts_status;
+    uint64_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_localsplus, fr_owner;
+    uint64_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
+        co_argcount, co_localsplusnames, co_localspluskinds, co_code_adaptive;
+    uint64_t ob_size, ob_type;
+} debug_offsets_t;
+
+static const char *check_debug_offsets(void)
+{
+    const debug_offsets_t *d = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (!d)
+        return "the interpreter does not export _PyRuntime";
+    if (memcmp(d->cookie, "xdebugpy", 8) != 0)
+        return "_PyRuntime does not start with its debug offsets";
+    if ((d->version >> 16) != (PY_VERSION_HEX >> 16) || d->free_threaded)
+        return "the interpreter's debug offsets are for another version or build";
+    if (d->ts_current_frame != L.ts_frame || d->fr_previous != L.fr_prev ||
+        d->fr_executable != L.fr_code || d->fr_instr_ptr != L.fr_instr ||
+        d->fr_owner != L.fr_owner || d->co_code_adaptive != L.co_adaptive ||
+        d->ob_type != offsetof(PyObject, ob_type))
+        return "the interpreter's debug offsets differ from the frame layout strata knows";
+    return NULL;
+}
+#endif
+
+#define PROBE_CAP 256
+
+/* What the probe found: NULL when the walk and the public API agree. */
+static const char *probe_why;
+
+/* Compares the walk of this thread with the public API's frames. */
+static const char *compare_chains(void)
+{
+    st_pyframe_t got[PROBE_CAP];
+    int shims = 0;
+    int n = walk((uintptr_t)PyThreadState_Get(), got, PROBE_CAP, &shims);
+    if (n < 0)
+        return "the frame walk failed a check";
+    if (L.shim_owner >= 0 && shims == 0)
+        return "the frame walk found no entry frame where this version has them";
+    PyFrameObject *f = PyEval_GetFrame();
+    Py_XINCREF(f);
+    int i = 0;
+    const char *why = NULL;
+    for (; f && !why; i++) {
+        if (i == n) { /* deeper than the array: what was walked matched */
+            if (n < PROBE_CAP)
+                why = "the frame walk found fewer frames than the interpreter";
+            break;
+        }
+        PyCodeObject *code = PyFrame_GetCode(f);
+        int lasti = PyFrame_GetLasti(f);
+        if (got[i].code != (const void *)code)
+            why = "the frame walk found other code objects than the interpreter";
+        else if (lasti < 0 ? got[i].idx >= 0 : got[i].idx != lasti / 2)
+            why = "the frame walk found other instructions than the interpreter";
+        else if (i < 2 && strcmp(PyUnicode_AsUTF8(code->co_name), i ? "probe_a" : "probe_b"))
+            why = "the frame walk did not start at the probe";
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    Py_XDECREF(f);
+    if (!why && i != n)
+        why = "the frame walk found more frames than the interpreter";
+    if (!why && i < 2)
+        why = "the frame walk's probe did not run";
+    return why;
+}
+
+static PyObject *probe_c(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    probe_why = compare_chains();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef probe_def = {"probe_c", probe_c, METH_NOARGS, NULL};
+
+/* Runs probe_a -> probe_b -> probe_c (C). */
+static const char *run_probe(void)
+{
+    static const char src[] = "def probe_a(f):\n    return probe_b(f)\n"
+                              "def probe_b(f):\n    x = f()\n    return x\n";
+    const char *why = "the frame probe could not run";
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *globals = PyDict_New();
+    PyObject *code = Py_CompileString(src, "<strata frame probe>", Py_file_input);
+    PyObject *fn = PyCFunction_New(&probe_def, NULL);
+    PyObject *res = NULL;
+    if (globals && code && fn &&
+        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0) {
+        res = PyEval_EvalCode(code, globals, globals);
+        PyObject *a = res ? PyDict_GetItemString(globals, "probe_a") : NULL;
+        Py_XDECREF(res);
+        probe_why = why;
+        res = a ? PyObject_CallOneArg(a, fn) : NULL;
+        if (res)
+            why = probe_why;
+    }
+    if (!res)
+        PyErr_Clear();
+    Py_XDECREF(res);
+    Py_XDECREF(fn);
+    Py_XDECREF(code);
+    Py_XDECREF(globals);
+    PyErr_Restore(et, ev, tb);
+    return why;
+}
+
+static const char *check(void)
+{
+    if ((Py_Version >> 16) != (PY_VERSION_HEX >> 16))
+        return "the interpreter is not the version strata was built for";
+    if (Py_Version < 0x030B01F0 && (Py_Version >> 16) == 0x030B)
+        return "Python before 3.11.1 may leave cleared frames linked (gh-99729)";
+    self_pid = getpid();
+    if (pthread_atfork(NULL, NULL, after_fork_child) != 0)
+        return "pthread_atfork failed";
+#if PY_VERSION_HEX >= 0x030D0000
+    const char *why = check_debug_offsets();
+    if (why)
+        return why;
+#endif
+    return run_probe();
+}
+#endif
+
+int st_pyframes_check(const char **why)
+{
+    static int done;
+    static const char *verdict;
+    if (!done) {
+#if HAVE_LAYOUT
+        verdict = check();
+        walker_on = verdict == NULL;
+#else
+        verdict = "strata knows no frame layout for this Python version or build";
+#endif
+        done = 1;
+    }
+    if (why)
+        *why = verdict;
+    return verdict ? ST_EINVAL : 0;
+}

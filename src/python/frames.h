@@ -1,0 +1,71 @@
+/* The Python frames of the calling thread, walked from a signal handler (issue 11).
+ *
+ * Design note. A sampler's handler interrupts a thread anywhere, the interpreter
+ * included, so it may not take the GIL, call the Python API, lock or allocate. It
+ * reads the interpreter's frame chain itself: tstate -> innermost
+ * _PyInterpreterFrame (3.11/3.12: tstate->cframe->current_frame; 3.13+:
+ * tstate->current_frame), then `previous` towards the caller, copying each frame's
+ * code object and instruction index (code units from the start of the code's
+ * bytecode; -1 for a 3.11/3.12 frame just pushed) into a fixed array. Shim frames
+ * (3.12/3.13: owner FRAME_OWNED_BY_CSTACK, the entry of each C -> Python call) are
+ * skipped. See /work/notes/frames.md (issue 11's research) for the layouts.
+ *
+ * The layouts are not guessed. This file knows the layout of each minor version it
+ * is compiled for (the extension is built per minor version); st_pyframes_check,
+ * run once with the GIL held before any walk, checks it against the running
+ * interpreter:
+ *   - the minor version, and at least 3.11.1 (gh-99729: before it a cleared frame
+ *     could stay linked);
+ *   - 3.13+: the interpreter's own _Py_DebugOffsets (first member of _PyRuntime:
+ *     cookie "xdebugpy", version, free-threaded flag, and every offset walked);
+ *   - every version: a probe. A Python chain probe_a -> probe_b -> C function (a
+ *     C -> Python -> C re-entry, so shim frames are on the chain) walks the thread
+ *     with the same walker and compares it with the public API (PyEval_GetFrame,
+ *     PyFrame_GetBack, PyFrame_GetCode, PyFrame_GetLasti): the same code objects
+ *     and instruction indexes, frame for frame.
+ * A version with no layout here (3.14+ for now), or any mismatch, leaves the walker
+ * off, with one line saying why; sampling is then off, never run on a guess.
+ *
+ * Reads. On 3.11/3.12 a thread entering the eval loop publishes tstate->cframe
+ * before it sets cframe->current_frame, so for a few instructions the innermost
+ * frame pointer is stale stack contents (frames.md section 6), and no version
+ * fences its frame stores. So the walker never dereferences a frame or code
+ * pointer directly: every read of a frame's fields and of a code object's header
+ * is one process_vm_readv of the process itself, which fails with EFAULT instead
+ * of faulting on unmapped memory, and every value read is validated (alignment,
+ * owner in range, the code's type is PyCode_Type, the instruction inside its
+ * bytecode, a hop limit). A chain that fails a check gives no sample rather than a
+ * wrong one. (Two system calls a frame; a cheaper range check against the thread's
+ * data-stack chunks is a later step.)
+ *
+ * Lifetime of what is copied: the code pointers are borrowed. They are valid when
+ * copied (a live frame holds a strong reference to its code); the sampler must
+ * make them safe to resolve later (see the sampler's note). */
+#ifndef STRATA_PYTHON_FRAMES_H
+#define STRATA_PYTHON_FRAMES_H
+
+#include <stdint.h>
+
+/* One Python frame: its code object (borrowed, a PyCodeObject *) and the index in
+ * code units of the instruction it runs (PyFrame_GetLasti / 2; -1 before its
+ * first). */
+typedef struct {
+    const void *code;
+    int32_t idx;
+} st_pyframe_t;
+
+/* Checks the running interpreter's frame layout (above) and switches the walker on
+ * if it matches. Returns 0, or ST_EINVAL with *why set to a static sentence saying
+ * what did not match. Once per process: later calls give the first verdict. GIL
+ * held; not signal-safe. */
+int st_pyframes_check(const char **why);
+
+/* Walks the Python frames of the thread whose PyThreadState is `tstate` (the
+ * calling thread's: the walk races with nothing but that thread's own frame
+ * pushes, which it interrupts), innermost first, into out[0..cap). Returns the
+ * number of frames copied (cap when deeper frames were cut), or a negative
+ * ST_EINVAL when the walker is off or the chain failed a check (nothing to use).
+ * Async-signal-safe: no lock, no allocation, no Python API; errno is kept. */
+int st_pyframes_walk(const void *tstate, st_pyframe_t *out, int cap);
+
+#endif
