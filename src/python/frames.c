@@ -261,6 +261,10 @@ static const char *check(void)
     self_pid = getpid();
     if (pthread_atfork(NULL, NULL, after_fork_child) != 0)
         return "pthread_atfork failed";
+    uintptr_t one = 1, copy = 0;
+    if (rd(&copy, (uintptr_t)&one, sizeof one) < 0 || copy != 1)
+        return "the process cannot read its own memory with process_vm_readv "
+               "(a seccomp filter?)";
 #if PY_VERSION_HEX >= 0x030D0000
     const char *why = check_debug_offsets();
     if (why)

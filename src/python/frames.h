@@ -16,6 +16,7 @@
  * interpreter:
  *   - the minor version, and at least 3.11.1 (gh-99729: before it a cleared frame
  *     could stay linked);
+ *   - process_vm_readv on the process itself works (a seccomp filter may deny it);
  *   - 3.13+: the interpreter's own _Py_DebugOffsets (first member of _PyRuntime:
  *     cookie "xdebugpy", version, free-threaded flag, and every offset walked);
  *   - every version: a probe. A Python chain probe_a -> probe_b -> C function (a
