@@ -518,6 +518,21 @@ def bad(env, *args):
     return r.stderr
 
 
+def test_every_truncation_is_said_to_be_one(env, result):
+    """A profile.json cut anywhere (a copy cut short by a full disk, an unfinished
+    transfer) says it is truncated: among the cuts, each right after a number's '.'
+    or 'e', where a number reader sees 'a bad number'."""
+    text = (result / "profile.json").read_text()
+    cuts = set(range(1, len(text), max(1, len(text) // 120)))
+    cuts |= {i + 1 for i, c in enumerate(text[:-1])
+             if c in ".eE" and text[i - 1].isdigit()}
+    cut = env.root / "cut.json"
+    for n in sorted(cuts)[:400]:
+        cut.write_text(text[:n])
+        err = bad(env, "report", cut)
+        assert "truncated" in err, (n, text[max(0, n - 20):n], err)
+
+
 def test_bad_inputs(env, result):
     text = (result / "profile.json").read_text()
     (env.root / "trunc.json").write_text(text[: len(text) // 2])

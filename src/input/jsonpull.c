@@ -324,7 +324,9 @@ static int scan_number(st_jp_t *jp, const char **numend, int *is_int)
     if (p < end && *p == '.') {
         *is_int = 0;
         p++;
-        if (p >= end || *p < '0' || *p > '9')
+        if (p >= end)
+            return st_jp_fail(jp, "unexpected end of file inside a number (truncated?)");
+        if (*p < '0' || *p > '9')
             return st_jp_fail(jp, "a bad number");
         while (p < end && *p >= '0' && *p <= '9')
             p++;
@@ -334,7 +336,9 @@ static int scan_number(st_jp_t *jp, const char **numend, int *is_int)
         p++;
         if (p < end && (*p == '+' || *p == '-'))
             p++;
-        if (p >= end || *p < '0' || *p > '9')
+        if (p >= end)
+            return st_jp_fail(jp, "unexpected end of file inside a number (truncated?)");
+        if (*p < '0' || *p > '9')
             return st_jp_fail(jp, "a bad number");
         while (p < end && *p >= '0' && *p <= '9')
             p++;

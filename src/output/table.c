@@ -61,6 +61,27 @@ static void put_head(st_strbuf_t *b, const st_model_thread_t *th, uint32_t depth
     }
 }
 
+/* Starts the row that stands for everything under node `top` (at the depth cap):
+ * its first cell, which says how many calls in how many nodes it folds. Returns
+ * the calls. */
+static uint64_t fold_head(st_grid_t *g, const st_model_thread_t *th, uint32_t top,
+                          uint32_t max_indent, st_strbuf_t *b)
+{
+    uint64_t calls = 0, nodes = 0;
+    st_walk_t w;
+    st_walk_begin(&w, th->paths, top);
+    while (st_walk_pre(&w)) {
+        calls += st_model_calls(th, w.node);
+        nodes++;
+    }
+    st_grid_row(g);
+    put_head(b, th, th->paths->nodes[top].depth + 1, max_indent);
+    st_strbuf_printf(b, "... %llu calls in %llu deeper nodes (folded)", (unsigned long long)calls,
+                     (unsigned long long)nodes);
+    st_grid_cell(g, 0, b);
+    return calls;
+}
+
 /* The row that stands for everything under node `top` (at the depth cap): its
  * calls and, for a timer, their time (the sum of top's children's times). */
 static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th, uint32_t top,
@@ -68,21 +89,11 @@ static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
 {
     const st_pathtab_t *t = th->paths;
     const st_component_info_t *info = st_component_info(comp);
-    uint64_t calls = 0, nodes = 0, ticks = 0;
+    uint64_t ticks = 0;
     for (uint32_t c = t->nodes[top].first_child; c != ST_PATH_NONE; c = t->nodes[c].next_sibling)
         ticks += info->timer >= 0 ? st_model_tstat(th, info->timer, c)->sum : 0;
-    st_walk_t w;
-    st_walk_begin(&w, t, top);
-    while (st_walk_pre(&w)) {
-        calls += st_model_calls(th, w.node);
-        nodes++;
-    }
+    uint64_t calls = fold_head(g, th, top, max_indent, b);
     uint32_t depth = t->nodes[top].depth + 1;
-    st_grid_row(g);
-    put_head(b, th, depth, max_indent);
-    st_strbuf_printf(b, "... %llu calls in %llu deeper nodes (folded)", (unsigned long long)calls,
-                     (unsigned long long)nodes);
-    st_grid_cell(g, 0, b);
     put_uint(g, 1, b, calls);
     put_uint(g, 2, b, depth);
     st_strbuf_puts(b, info->name);
@@ -169,28 +180,20 @@ static void add_metric_rows(st_grid_t *g, const st_model_t *m, const st_model_th
     while (!g->failed && st_walk_pre(&w)) {
         uint32_t n = w.node;
         const st_path_t *node = &t->nodes[n];
-        uint64_t calls = st_model_calls(th, n), nodes = 0;
+        uint64_t calls = st_model_calls(th, n);
         double own = self[n], total = incl[n];
         int fold = node->first_child != ST_PATH_NONE && node->depth >= ST_TABLE_MAX_DEPTH;
         for (int row = 0; row <= fold; row++) {
             uint32_t depth = node->depth + (uint32_t)row;
-            st_grid_row(g);
-            put_head(&b, th, depth, max_indent);
             if (row == 0) {
+                st_grid_row(g);
+                put_head(&b, th, depth, max_indent);
                 put_label(&b, st_name_text(m, node->label));
+                st_grid_cell(g, 0, &b);
             } else { /* everything under the depth cap, in one row */
-                st_walk_t sub;
-                calls = 0;
-                st_walk_begin(&sub, t, n);
-                while (st_walk_pre(&sub)) {
-                    calls += st_model_calls(th, sub.node);
-                    nodes++;
-                }
+                calls = fold_head(g, th, n, max_indent, &b);
                 own = total = incl[n] - self[n];
-                st_strbuf_printf(&b, "... %llu calls in %llu deeper nodes (folded)",
-                                 (unsigned long long)calls, (unsigned long long)nodes);
             }
-            st_grid_cell(g, 0, &b);
             put_uint(g, 1, &b, calls);
             put_uint(g, 2, &b, depth);
             st_strbuf_puts(&b, d->name);
