@@ -18,6 +18,9 @@ from .profiler import noprofile, profile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _interrupted = False
+# The script's code object, kept until the results are written: the stack sampler
+# names the code objects it sampled then, and the script's may be the last one.
+_main_code = None
 
 
 def _error(text):
@@ -96,7 +99,7 @@ def main(argv):
     The caller has taken the slot python gives the target at sys.path[0] off the
     path (unless -P or PYTHONSAFEPATH: then there is none); it is put back here, as
     plain python would fill it for the target."""
-    global _interrupted
+    global _interrupted, _main_code
     try:
         parsed = _strata.parse_cli(list(argv))
     except _strata.Error as e:
@@ -184,6 +187,7 @@ def main(argv):
             sys.argv = [target] + args
             if code is None:
                 code = compile(source, filename, "exec")  # raises the SyntaxError
+            _main_code = code
             _start()
             _strata.run_main(code, main_module.__dict__)
     except _CannotStart as e:

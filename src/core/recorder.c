@@ -136,8 +136,8 @@ out:
     return err;
 }
 
-/* A new thread state for the calling thread (lock held). */
-static st_rec_thread_t *thread_new(st_recorder_t *r)
+/* A new thread state for thread `tid` (lock held). */
+static st_rec_thread_t *thread_new(st_recorder_t *r, uint64_t tid)
 {
     if (r->nthreads == r->capthreads) {
         uint32_t cap = r->capthreads ? r->capthreads * 2 : 8;
@@ -164,7 +164,7 @@ static st_rec_thread_t *thread_new(st_recorder_t *r)
     th->clock_ctx = r->cfg.clock_ctx;
     th->rec = r;
     th->index = r->nthreads;
-    th->tid = (uint64_t)syscall(SYS_gettid);
+    th->tid = tid;
     snprintf(th->name, sizeof th->name, "Thread-%llu", (unsigned long long)th->tid);
     r->threads[r->nthreads++] = th;
     r->started = 1;
@@ -176,17 +176,30 @@ fail:
     return NULL;
 }
 
+/* Thread `tid`'s state, made if it has none (lock held): a thread that recorded
+ * before (for another recorder in between), or that another thread registered
+ * (st_rec_register_tid), keeps its state. */
+static st_rec_thread_t *thread_of(st_recorder_t *r, uint64_t tid)
+{
+    for (uint32_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i]->tid == tid && !r->threads[i]->finished)
+            return r->threads[i];
+    return thread_new(r, tid);
+}
+
+st_rec_thread_t *st_rec_register_tid(st_recorder_t *r, uint64_t tid)
+{
+    pthread_mutex_lock(&r->lock);
+    st_rec_thread_t *th = r->sealed ? NULL : thread_of(r, tid);
+    pthread_mutex_unlock(&r->lock);
+    return th;
+}
+
 __attribute__((noinline, cold)) st_rec_thread_t *st_rec_register(st_recorder_t *r)
 {
     uint64_t tid = (uint64_t)syscall(SYS_gettid);
-    st_rec_thread_t *th = NULL;
     pthread_mutex_lock(&r->lock);
-    /* a thread that recorded before (for another recorder in between) keeps its state */
-    for (uint32_t i = 0; i < r->nthreads && !th; i++)
-        if (r->threads[i]->tid == tid && !r->threads[i]->finished)
-            th = r->threads[i];
-    if (!th)
-        th = thread_new(r);
+    st_rec_thread_t *th = thread_of(r, tid);
     pthread_mutex_unlock(&r->lock);
     if (!th)
         return NULL;
@@ -404,7 +417,7 @@ void st_rec_close_all(st_recorder_t *r)
     }
 }
 
-int st_rec_fold_samples(st_recorder_t *r)
+int st_rec_fold_samples(st_recorder_t *r, const uint32_t *map, uint32_t nmap)
 {
     int err = 0;
     for (uint32_t i = 0; i < r->nthreads; i++) {
@@ -423,8 +436,12 @@ int st_rec_fold_samples(st_recorder_t *r)
             if (!def || def->kind != ST_METRIC_SAMPLES)
                 continue;
             uint32_t node = 0;
-            for (uint64_t k = p->u1; k > 0 && node != ST_PATH_NONE; k--)
-                node = st_pathtab_child(&th->paths, node, frames[k - 1]);
+            for (uint64_t k = p->u1; k > 0 && node != ST_PATH_NONE; k--) {
+                uint32_t f = frames[k - 1];
+                uint32_t label = !map ? f : f < nmap ? map[f] : ST_PATH_NONE;
+                if (label != ST_PATH_NONE)
+                    node = st_pathtab_child(&th->paths, node, label);
+            }
             if (node != ST_PATH_NONE)
                 st_mcols_u64(&th->paths.cols, e->a)[node] += p->u0;
         }

@@ -30,6 +30,7 @@
  *     (add_track: or while) threads record; add_track takes the lock.
  *   st_rec_self: any thread; registers on first use (lock, allocation). Not
  *     signal-safe: a signal handler uses st_rec_self_sig (NULL if unregistered).
+ *   st_rec_register_tid: any thread, for another (a sampler); the lock.
  *   enter, exit, alloc, free, counter, complete, instant, flow: the thread that owns
  *     `th`, in thread context. No lock, no allocation once warm (a new path or chunk
  *     is the slow path). Not signal-safe.
@@ -180,6 +181,13 @@ static inline uint64_t st_rec_track_host(const st_rec_track_t *tr, uint64_t t)
 /* The calling thread's state in r, registered on first use; NULL when out of
  * memory (then the thread records nothing). */
 st_rec_thread_t *st_rec_register(st_recorder_t *r);
+
+/* Thread `tid`'s state, made for it by another thread: a sampler that follows
+ * threads it does not run on records their samples there (st_rec_sample from a
+ * handler on that thread). The thread adopts the same state if it registers
+ * itself later. NULL when out of memory or once the recorder is sealed. Takes the
+ * lock; not signal-safe. */
+st_rec_thread_t *st_rec_register_tid(st_recorder_t *r, uint64_t tid);
 
 typedef struct {
     uint64_t rec_id;
@@ -377,9 +385,13 @@ void st_rec_seal(st_recorder_t *r);
 void st_rec_close_all(st_recorder_t *r);
 
 /* Folds every thread's recorded samples into its path table (the sample's metric
- * column, from the root down the frames). Once, after recording has stopped.
- * Returns 0 or ST_EIO (a spill could not be read back). */
-int st_rec_fold_samples(st_recorder_t *r);
+ * column, from the root down the frames). A sample's frames are labels, or, with
+ * `map`, ids that map[id] turns into labels (a sampler that records raw ids in its
+ * handler and names them after the run); a frame whose label is ST_PATH_NONE (or
+ * whose id is not below nmap) is left out, its callees hanging from its caller.
+ * Once, after recording has stopped. Returns 0, ST_ENOMEM or ST_EIO (a spill could
+ * not be read back). */
+int st_rec_fold_samples(st_recorder_t *r, const uint32_t *map, uint32_t nmap);
 
 /* Samples lost, all threads (lane busy or no chunk, and threads with no state). */
 uint64_t st_rec_samples_lost(st_recorder_t *r);

@@ -152,6 +152,26 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                              "(strata report renders any of them later from profile.json)",
                              "text,json,pstats,dot,png,svg,folded,speedscope,callgrind,html",
                              NOFLAG, NO_RANGE},
+    [ST_S_USE_SAMPLING] = {"use_sampling", "STRATA_USE_SAMPLING", ST_TYPE_BOOL, "OFF", "sampling",
+                           "Sample every thread's call stack (Python frames) periodically; "
+                           "alone, the profile hook stays off unless STRATA_PROFILE is set",
+                           NULL, LFLAG("--sample", ST_ARG_OPT_BOOL, "BOOL", 18,
+                                 "Sample call stacks instead of profiling every call"),
+                           INT_RANGE(0, 1)},
+    [ST_S_SAMPLING_FREQ] = {"sampling_freq", "STRATA_SAMPLING_FREQ", ST_TYPE_FLOAT, "100",
+                            "sampling", "Stack samples per second of each thread's clock "
+                            "(1 to 20000)", NULL,
+                            FLAG("-f", "--sampling-freq", ST_ARG_ONE, "HZ", 19,
+                                 "Stack samples per second per thread"), FLOAT_RANGE(1, 20000)},
+    [ST_S_SAMPLING_CLOCK] = {"sampling_clock", "STRATA_SAMPLING_CLOCK", ST_TYPE_CHOICE, "cpu",
+                             "sampling", "What the stack sampler's period counts: cpu (each "
+                             "thread's CPU time: busy threads) or wall (waiting threads too)",
+                             "cpu,wall", LFLAG("--sample-clock", ST_ARG_ONE, "CLOCK", 20,
+                                   "Sample every period of CPU time (cpu) or of wall time (wall)"),
+                             NO_RANGE},
+    [ST_S_SAMPLING_SIGNAL] = {"sampling_signal", "STRATA_SAMPLING_SIGNAL", ST_TYPE_INT, "0",
+                              "sampling", "The real-time signal the stack sampler uses (0: the "
+                              "highest free one)", NULL, NOFLAG, INT_RANGE(0, 64)},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

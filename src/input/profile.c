@@ -269,6 +269,51 @@ static int read_sampled(reader_t *r)
     return 0;
 }
 
+/* "stack_sampling": what the stack sampler did. */
+static int read_stacks(reader_t *r)
+{
+    st_model_stacks_t *st = &r->p->stacks;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        struct {
+            const char *name;
+            uint64_t *v;
+        } counts[] = {{"threads", &st->threads},       {"samples", &st->signals},
+                      {"periods", &st->periods},       {"lost", &st->lost},
+                      {"unreadable", &st->unreadable}, {"no_python", &st->no_python},
+                      {"unnamed_frames", &st->unnamed}, {"left_out", &st->left_out}};
+        int rc = 1;
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0] && rc == 1; i++)
+            if (strcmp(k, counts[i].name) == 0)
+                rc = st_jp_uint(&r->jp, UINT64_MAX, counts[i].v);
+        if (rc != 1) {
+            /* a count, read */
+        } else if (strcmp(k, "frequency") == 0) {
+            rc = st_jp_double(&r->jp, &st->freq);
+        } else if (strcmp(k, "sampler_cpu_s") == 0) {
+            rc = st_jp_double(&r->jp, &st->self_cpu_s);
+        } else if (strcmp(k, "clock") == 0) {
+            char *clock = NULL;
+            rc = read_string_dup(r, &clock);
+            if (rc == 0) {
+                snprintf(r->p->stacks_clock, sizeof r->p->stacks_clock, "%s", clock);
+                free(clock);
+            }
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (more < 0)
+        return -1;
+    r->p->has_stacks = 1;
+    return 0;
+}
+
 /* "process_sampling": the run's sampler, and each metric it sampled, summarised. */
 static int read_sampling(reader_t *r)
 {
@@ -795,6 +840,8 @@ static int read_document(reader_t *r)
             rc = read_trace(r);
         } else if (strcmp(k, "process_sampling") == 0) {
             rc = read_sampling(r);
+        } else if (strcmp(k, "stack_sampling") == 0) {
+            rc = read_stacks(r);
         } else if (strcmp(k, "functions") == 0) {
             rc = read_functions(r);
         } else if (strcmp(k, "threads") == 0) {
@@ -889,7 +936,8 @@ int st_profile_parse(st_profile_t *p, const char *buf, size_t len, const char *n
         st_model_t *m = &p->model;
         m->components = r.have_components ? r.components
                                           : (1u << ST_COMP_TRIP_COUNT) | r.timers_seen;
-        if (!m->components)
+        /* a profile that only sampled stacks counted no call: no component */
+        if (!m->components && !p->has_stacks)
             m->components = 1u << ST_COMP_TRIP_COUNT;
         m->has_rank = r.have_rank;
         m->rank = r.rank;

@@ -225,6 +225,25 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
         om->trace_too_deep = sat_add(om->trace_too_deep, m->trace_too_deep, sat);
         om->trace_write_s += m->trace_write_s;
     }
+    if (m->stacks) {
+        st_model_stacks_t *o = &out->stacks;
+        const st_model_stacks_t *x = m->stacks;
+        if (!out->has_stacks) {
+            out->has_stacks = 1;
+            o->freq = x->freq;
+            snprintf(out->stacks_clock, sizeof out->stacks_clock, "%s", x->clock ? x->clock : "");
+        }
+        o->threads = sat_add(o->threads, x->threads, sat);
+        o->signals = sat_add(o->signals, x->signals, sat);
+        o->periods = sat_add(o->periods, x->periods, sat);
+        o->lost = sat_add(o->lost, x->lost, sat);
+        o->unreadable = sat_add(o->unreadable, x->unreadable, sat);
+        o->no_python = sat_add(o->no_python, x->no_python, sat);
+        o->unnamed = sat_add(o->unnamed, x->unnamed, sat);
+        o->left_out = sat_add(o->left_out, x->left_out, sat);
+        o->self_cpu_s += x->self_cpu_s;
+        st_profile_sync(out);
+    }
     if (m->nsampled == 0)
         return 0;
     double w0 = (double)om->nsamples, w1 = (double)m->nsamples;

@@ -32,6 +32,23 @@ typedef struct {
     uint32_t rank;
 } st_model_thread_t;
 
+/* What a stack sampler did in a run (the samples themselves are a samples metric
+ * of the threads' call paths). */
+typedef struct {
+    double freq;                /* samples per second per thread asked for */
+    const char *clock;          /* "cpu" or "wall" */
+    uint64_t threads;           /* threads sampled */
+    uint64_t signals;           /* samples taken (timer signals handled) */
+    uint64_t periods;           /* periods they stand for (1 + the timers' overruns) */
+    uint64_t lost;              /* samples not recorded: no buffer room */
+    uint64_t unreadable;        /* periods whose stack could not be read */
+    uint64_t no_python;         /* periods when the thread ran no Python code */
+    uint64_t unnamed;           /* frames whose code could not be named */
+    uint64_t left_out;          /* periods whose every frame the filters leave out */
+    double self_cpu_s;          /* the sampler's own CPU (handlers and its thread) */
+    const char *note;           /* what went wrong or changed while sampling, or NULL */
+} st_model_stacks_t;
+
 typedef struct {
     const st_intern_t *labels;
     const st_model_thread_t *threads;
@@ -62,6 +79,8 @@ typedef struct {
     uint64_t nsamples;
     double sampler_cpu_s;       /* what the sampler thread itself cost */
     const char *gpu_note;       /* why there are no GPU metrics, or NULL */
+    /* stack sampling (NULL: none) */
+    const st_model_stacks_t *stacks;
     /* the timeline (has_trace 0: none) */
     int has_trace;
     uint64_t trace_events, trace_dropped, trace_too_deep, trace_bytes;

@@ -92,6 +92,9 @@ void st_profile_sync(st_profile_t *p)
     m->sampled = p->sampled;
     m->nsampled = p->nsampled;
     m->gpu_note = p->gpu_note;
+    p->stacks.clock = p->stacks_clock;
+    p->stacks.note = NULL;
+    m->stacks = p->has_stacks ? &p->stacks : NULL;
 }
 
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,

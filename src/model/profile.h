@@ -31,6 +31,9 @@ typedef struct {
     st_model_metric_t *sampled;   /* process sampling summaries; names and units owned */
     size_t nsampled;
     char *gpu_note;
+    st_model_stacks_t stacks;     /* stack sampling's summary, when has_stacks */
+    int has_stacks;
+    char stacks_clock[8];
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;

@@ -272,6 +272,26 @@ static void write_sampling(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_puts(out, "\n  ]},\n");
 }
 
+/* What the stack sampler did, when one ran. */
+static void write_stacks(st_strbuf_t *out, const st_model_t *m)
+{
+    const st_model_stacks_t *st = m->stacks;
+    if (!st)
+        return;
+    st_strbuf_printf(out, "  \"stack_sampling\": {\"frequency\": %.17g, \"clock\": ",
+                     json_number(st->freq));
+    st_strbuf_json_string(out, st->clock ? st->clock : "");
+    st_strbuf_printf(out,
+                     ", \"threads\": %llu, \"samples\": %llu, \"periods\": %llu, "
+                     "\"lost\": %llu, \"unreadable\": %llu, \"no_python\": %llu, "
+                     "\"unnamed_frames\": %llu, \"left_out\": %llu, \"sampler_cpu_s\": %.17g},\n",
+                     (unsigned long long)st->threads, (unsigned long long)st->signals,
+                     (unsigned long long)st->periods, (unsigned long long)st->lost,
+                     (unsigned long long)st->unreadable, (unsigned long long)st->no_python,
+                     (unsigned long long)st->unnamed, (unsigned long long)st->left_out,
+                     json_number(st->self_cpu_s));
+}
+
 void st_json_write(st_strbuf_t *out, const st_model_t *m)
 {
     st_strbuf_printf(out, "{\n  \"format_version\": %d,\n", ST_PROFILE_FORMAT_VERSION);
@@ -282,6 +302,7 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
     write_metrics(out, m, mask);
     write_trace(out, m);
     write_sampling(out, m);
+    write_stacks(out, m);
     write_functions(out, m);
     st_strbuf_puts(out, "  \"threads\": [");
     for (size_t i = 0; i < m->nthreads; i++) {

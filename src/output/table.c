@@ -163,9 +163,20 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
     st_strbuf_free(&b);
 }
 
+/* The columns of a metric table: an index each, -1 where the table has none. A
+ * count or bytes table: LABEL COUNT DEPTH METRIC UNITS SELF TOTAL % SELF (self of
+ * total). A samples table (py-spy's and perf's reading): LABEL [COUNT] DEPTH SELF
+ * TOTAL % SELF % TOTAL, both percentages of all the samples of the table, with
+ * COUNT only where calls were counted too (a profile with a timer). */
+typedef struct {
+    int count, depth, metric, units, self, total, pself, ptotal;
+    double all;               /* samples: the table's samples (percent base) */
+} mcols_t;
+
 /* The rows of one thread in the table of a count, bytes or samples metric. */
 static void add_metric_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th,
-                            const st_metric_def_t *d, uint32_t metric, uint32_t max_indent)
+                            const st_metric_def_t *d, uint32_t metric, uint32_t max_indent,
+                            const mcols_t *c)
 {
     const st_pathtab_t *t = th->paths;
     double *incl, *self;
@@ -194,15 +205,23 @@ static void add_metric_rows(st_grid_t *g, const st_model_t *m, const st_model_th
                 calls = fold_head(g, th, n, max_indent, &b);
                 own = total = incl[n] - self[n];
             }
-            put_uint(g, 1, &b, calls);
-            put_uint(g, 2, &b, depth);
-            st_strbuf_puts(&b, d->name);
-            st_grid_cell(g, 3, &b);
-            st_strbuf_puts(&b, d->unit);
-            st_grid_cell(g, 4, &b);
-            put_uint(g, 5, &b, (uint64_t)own);
-            put_uint(g, 6, &b, (uint64_t)total);
-            put_fixed(g, 7, &b, 1, total > 0 ? 100.0 * own / total : 0.0);
+            if (c->count >= 0)
+                put_uint(g, c->count, &b, calls);
+            put_uint(g, c->depth, &b, depth);
+            if (c->metric >= 0) {
+                st_strbuf_puts(&b, d->name);
+                st_grid_cell(g, c->metric, &b);
+                st_strbuf_puts(&b, d->unit);
+                st_grid_cell(g, c->units, &b);
+            }
+            put_uint(g, c->self, &b, (uint64_t)own);
+            put_uint(g, c->total, &b, (uint64_t)total);
+            if (c->ptotal < 0) {
+                put_fixed(g, c->pself, &b, 1, total > 0 ? 100.0 * own / total : 0.0);
+            } else {
+                put_fixed(g, c->pself, &b, 1, c->all > 0 ? 100.0 * own / c->all : 0.0);
+                put_fixed(g, c->ptotal, &b, 1, c->all > 0 ? 100.0 * total / c->all : 0.0);
+            }
         }
         if (fold)
             st_walk_skip(&w);
@@ -223,6 +242,20 @@ static uint32_t max_indent_of(const st_model_t *m)
     return nodes > ST_TABLE_BIG_ROWS ? ST_TABLE_BIG_INDENT : ST_TABLE_MAX_INDENT;
 }
 
+/* The samples of metric `metric` in every thread: its cells summed, the roots'
+ * included (samples in code the filters leave out). */
+static double all_samples(const st_model_t *m, uint32_t metric)
+{
+    double all = 0;
+    for (size_t i = 0; i < m->nthreads; i++) {
+        const st_pathtab_t *t = m->threads[i].paths;
+        if (metric < t->cols.ncols)
+            for (uint32_t n = 0; n < t->nnodes; n++)
+                all += (double)st_mcols_u64(&t->cols, metric)[n];
+    }
+    return all;
+}
+
 int st_table_write_metric(st_strbuf_t *out, const st_model_t *m, uint32_t metric)
 {
     const st_metric_def_t *d = m->metrics ? st_metrics_get(m->metrics, metric) : NULL;
@@ -231,22 +264,38 @@ int st_table_write_metric(st_strbuf_t *out, const st_model_t *m, uint32_t metric
         return ST_EINVAL;
     st_grid_t g;
     st_grid_init(&g);
-    static const char *heads[] = {"LABEL", "COUNT", "DEPTH", "METRIC", "UNITS", "SELF",
-                                  "TOTAL", "% SELF"};
-    for (int i = 0; i < 8; i++)
-        st_grid_column(&g, heads[i], i == 1 || i == 2 || i > 4);
+    mcols_t c;
+    if (d->kind == ST_METRIC_SAMPLES) {
+        int calls = st_model_timer(m) >= 0;
+        c = (mcols_t){.count = calls ? 1 : -1, .depth = 1 + calls, .metric = -1, .units = -1,
+                      .self = 2 + calls, .total = 3 + calls, .pself = 4 + calls,
+                      .ptotal = 5 + calls, .all = all_samples(m, metric)};
+        st_grid_column(&g, "LABEL", 0);
+        if (calls)
+            st_grid_column(&g, "COUNT", 1);
+        static const char *heads[] = {"DEPTH", "SELF", "TOTAL", "% SELF", "% TOTAL"};
+        for (int i = 0; i < 5; i++)
+            st_grid_column(&g, heads[i], 1);
+    } else {
+        c = (mcols_t){.count = 1, .depth = 2, .metric = 3, .units = 4, .self = 5, .total = 6,
+                      .pself = 7, .ptotal = -1, .all = 0};
+        static const char *heads[] = {"LABEL", "COUNT", "DEPTH", "METRIC", "UNITS", "SELF",
+                                      "TOTAL", "% SELF"};
+        for (int i = 0; i < 8; i++)
+            st_grid_column(&g, heads[i], i == 1 || i == 2 || i > 4);
+    }
     uint32_t max_indent = max_indent_of(m);
     /* the title: the description in capitals, else the name */
     st_strbuf_t title;
     st_strbuf_init(&title);
-    for (const char *c = *d->desc ? d->desc : d->name; *c; c++)
-        st_strbuf_putc(&title, *c >= 'a' && *c <= 'z' ? (char)(*c - 'a' + 'A') : *c);
+    for (const char *t = *d->desc ? d->desc : d->name; *t; t++)
+        st_strbuf_putc(&title, *t >= 'a' && *t <= 'z' ? (char)(*t - 'a' + 'A') : *t);
     st_grid_measure(&g);
     for (size_t i = 0; i < m->nthreads; i++)
-        add_metric_rows(&g, m, &m->threads[i], d, metric, max_indent);
+        add_metric_rows(&g, m, &m->threads[i], d, metric, max_indent, &c);
     st_grid_stream(&g, out, st_strbuf_cstr(&title));
     for (size_t i = 0; i < m->nthreads; i++)
-        add_metric_rows(&g, m, &m->threads[i], d, metric, max_indent);
+        add_metric_rows(&g, m, &m->threads[i], d, metric, max_indent, &c);
     st_grid_end(&g);
     int failed = g.failed || title.failed;
     st_grid_free(&g);

@@ -1,6 +1,7 @@
 /* _strata: the CPython extension's module functions (see collector.h for the
  * design). */
 #include "python/collector.h"
+#include "python/sampler.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -151,11 +152,11 @@ static char python_version[64];
 static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
 {
     (void)c;
-    (void)s;
     if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing)
         return 0; /* nothing to record: the hook stays off */
     if (st_pybackend_start() < 0) /* the Python exception says why */
         return st_msg_set(msg, ST_EINVAL, "the profile hook could not be installed");
+    s->timed = 1;
     return 0;
 }
 
@@ -246,7 +247,15 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
     st_py.session.helper_threads = st_pyexit_install();
     st_py.tracing = st_py.session.tracing;
-    int rc = st_session_add_collector(&st_py.session, &python_collector);
+    /* Stack sampling alone is the cheap mode: the profile hook stays off unless
+     * STRATA_PROFILE was set (file, environment, program) to have both. */
+    st_settings_t *set = &st_py.settings;
+    if (st_settings_bool(set, ST_S_USE_SAMPLING) && set->v[ST_S_PROFILE].source == ST_SRC_DEFAULT)
+        st_settings_set(set, ST_S_PROFILE, "OFF", ST_SRC_DEFAULT, &msg);
+    /* the sampler first: it stops last, after the hook, and folds its samples then */
+    int rc = st_session_add_collector(&st_py.session, &st_pysampler_collector);
+    if (rc == 0)
+        rc = st_session_add_collector(&st_py.session, &python_collector);
     if (rc == 0)
         rc = st_session_start(&st_py.session, &msg);
     else

@@ -11,6 +11,9 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -58,6 +61,22 @@ static int rd(void *dst, uintptr_t src, size_t n)
 {
     struct iovec l = {dst, n}, r = {(void *)src, n};
     return process_vm_readv(self_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+int st_pyframes_is_code(const void *p)
+{
+    /* {ob_refcnt, ob_type}: a freed object's count is 0 (it was freed at 0), or the
+     * allocator's free-list link there (pymalloc, glibc's tcache: a heap address,
+     * far above any count) */
+    uintptr_t hdr[2];
+#ifdef __SANITIZE_ADDRESS__
+    /* AddressSanitizer keeps a freed block's contents and writes its own record
+     * over the count; it knows a freed block as poisoned */
+    if (p && __asan_address_is_poisoned(p))
+        return 0;
+#endif
+    return walker_on && p && ((uintptr_t)p & 7) == 0 && rd(hdr, (uintptr_t)p, sizeof hdr) == 0 &&
+           hdr[0] > 0 && hdr[0] < ((uintptr_t)1 << 32) && hdr[1] == (uintptr_t)&PyCode_Type;
 }
 
 static uintptr_t word_at(const unsigned char *buf, size_t off)

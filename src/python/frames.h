@@ -69,4 +69,11 @@ int st_pyframes_check(const char **why);
  * Async-signal-safe: no lock, no allocation, no Python API; errno is kept. */
 int st_pyframes_walk(const void *tstate, st_pyframe_t *out, int cap);
 
+/* 1 when `p` points at a live code object as far as its header tells: readable,
+ * of type PyCode_Type, with a reference count from 1 to 2^32 (a freed object's is
+ * 0, or the allocator's free-list link, a heap address). A checked read, never a
+ * fault; the memory of a dead code object reused by another code object passes.
+ * Signal-safe. */
+int st_pyframes_is_code(const void *p);
+
 #endif

@@ -24,21 +24,24 @@ static PyObject *threading_thread(unsigned long ident)
     return t;
 }
 
-/* The thread's name from threading._active, or a made-up one. */
-static void thread_name(unsigned long ident, char *buf, size_t size)
+int st_pythread_name(unsigned long ident, char *buf, size_t size)
 {
+    int found = 0;
     snprintf(buf, size, "Thread-%lu", ident);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *t = threading_thread(ident);
     PyObject *name = t ? PyObject_GetAttrString(t, "name") : NULL;
     const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-    if (s)
+    if (s) {
         snprintf(buf, size, "%s", s);
+        found = 1;
+    }
     Py_XDECREF(name);
     Py_XDECREF(t);
     PyErr_Clear();
     PyErr_Restore(et, ev, tb);
+    return found;
 }
 
 /* 1 if threading._active has the thread (0 while it is still starting). */
@@ -107,7 +110,7 @@ __attribute__((noinline, cold)) st_rec_thread_t *st_pythread_rec(st_pythread_t *
          * now, at its first recorded call (once; a made-up name stays if it has
          * none). */
         ts->unnamed = 0;
-        thread_name(ts->ident, name, sizeof name);
+        st_pythread_name(ts->ident, name, sizeof name);
         st_rec_thread_name(ts->th, name);
         return ts->th;
     }
@@ -115,7 +118,7 @@ __attribute__((noinline, cold)) st_rec_thread_t *st_pythread_rec(st_pythread_t *
      * threads that ran before profiling register at their first recorded call. */
     if (ts->ident != PyThread_get_thread_ident())
         return NULL;
-    thread_name(ts->ident, name, sizeof name);
+    st_pythread_name(ts->ident, name, sizeof name);
     st_rec_thread_t *th = st_rec_self(&st_py.session.rec);
     if (!th)
         return NULL;

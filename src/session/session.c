@@ -103,6 +103,9 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
                       : ST_EV_DISCARD,
         .max_depth = (uint32_t)st_settings_int(set, ST_S_TRACE_MAX_DEPTH),
         .spill_dir = s->outdir, /* filled in by st_session_make_outdir */
+        /* stack samples are written by signal handlers into chunks kept ready (a
+         * 10 ms refill: 32 chunks hold about 4000 samples of 20 frames) */
+        .sig_chunks = st_settings_bool(set, ST_S_USE_SAMPLING) ? 32 : 0,
     };
     if (st_rec_init(&s->rec, &cfg) < 0) {
         st_intern_free(&s->labels);
@@ -391,6 +394,12 @@ static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     st_table_write(out, m, (st_component_t)(arg & 255), arg >> 8);
 }
+/* arg: the samples metric's id */
+static void render_samples(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    if (st_table_write_metric(out, m, (uint32_t)arg) < 0)
+        out->failed = 1;
+}
 static void render_json(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     (void)arg;
@@ -499,6 +508,65 @@ static void print_summary(FILE *f, const st_session_t *s, const st_model_t *m, s
         fputs("`strata report` on the results prints the full tables\n", f);
 }
 
+/* The samples table on the terminal (its file's copy), or where it is when it is
+ * too long for one; then what the stack sampler did. */
+static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, const char *name,
+                          int in_file, int first)
+{
+    int arg = (int)s->rec.m_samples;
+    size_t bytes = table_size(s->outdir, name, in_file, render_samples, m, arg);
+    if (!first)
+        fputc('\n', f);
+    if (bytes <= ST_SUMMARY_TABLE_BYTES) {
+        if (in_file)
+            copy_file(f, s->outdir, name, render_samples, m, arg);
+        else
+            render_to(f, render_samples, m, arg);
+    } else {
+        char shown[PATH_MAX];
+        fprintf(f, "[strata] the samples table (%.1f MB) is too long for the terminal: %s%s%s\n",
+                (double)bytes / 1e6, in_file ? "it is in " : "`strata report` prints it",
+                in_file ? st_text_printable(shown, sizeof shown, s->outdir_shown) : "",
+                in_file ? "/" : "");
+        if (in_file)
+            fprintf(f, "%s\n", name);
+    }
+    const st_model_stacks_t *st = m->stacks;
+    fprintf(f, "[strata] stack sampling: %llu samples (%llu periods of %g ms of %s time) in %llu "
+               "thread%s; the sampler used %.1f ms of CPU\n",
+            (unsigned long long)st->signals, (unsigned long long)st->periods, 1e3 / st->freq,
+            st->clock, (unsigned long long)st->threads, st->threads == 1 ? "" : "s",
+            st->self_cpu_s * 1e3);
+}
+
+/* What stack sampling lost, and why: always said. */
+static void print_stack_notes(FILE *f, const st_model_stacks_t *st, int fold_failed)
+{
+    if (st->lost)
+        fprintf(f, "[strata] %llu stack samples were lost (the sample buffers were full: "
+                   "STRATA_TRACE_BUFFER_SIZE)\n",
+                (unsigned long long)st->lost);
+    if (st->unreadable)
+        fprintf(f, "[strata] %llu sampling periods found a Python stack that could not be read "
+                   "(a thread entering or leaving a call) and are not counted\n",
+                (unsigned long long)st->unreadable);
+    if (st->unnamed)
+        fprintf(f, "[strata] %llu sampled frames are <unknown>: more code objects than the "
+                   "sampler's table holds\n",
+                (unsigned long long)st->unnamed);
+    if (st->left_out)
+        fprintf(f, "[strata] %llu sampling periods (%.1f %%) fell only in code the filters leave "
+                   "out (by default <module> and threading.py: STRATA_FUNCTION_EXCLUDE, "
+                   "STRATA_MODULE_EXCLUDE) and have no row\n",
+                (unsigned long long)st->left_out,
+                st->periods ? 100.0 * (double)st->left_out / (double)st->periods : 0.0);
+    if (st->note)
+        fprintf(f, "[strata] stack sampling: %s\n", st->note);
+    if (fold_failed)
+        fprintf(f, "[strata] some stack samples could not be added up (out of memory, or the "
+                   "spill file could not be read back)\n");
+}
+
 /* The files of the results that could not be written. */
 typedef struct {
     int n;               /* how many */
@@ -554,7 +622,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         .nthreads = nthreads,
         .metrics = &s->rec.metrics,
         .settings = &s->settings,
-        .components = s->components,
+        /* a run that only sampled stacks timed no call */
+        .components = s->stack_sampling && !s->timed ? 0 : s->components,
         .command = (const char *const *)s->command,
         .ncommand = s->ncommand,
         .clock_name = clock_name,
@@ -611,6 +680,15 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         table_ok[c] = rc == 0;
         failed(&fail, rc, &one);
     }
+    char samples_name[64];
+    int samples_ok = 0, samples = s->stack_sampling && text;
+    if (samples) {
+        st_session_file_name(s, "samples", ".txt", samples_name, sizeof samples_name);
+        rc = stream_file(s->outdir, samples_name, render_samples, &m, (int)s->rec.m_samples,
+                         &one);
+        samples_ok = rc == 0;
+        failed(&fail, rc, &one);
+    }
     if (formats & (1u << ST_FMT_JSON)) {
         st_format_file_name(ST_FMT_JSON, s->has_rank, s->rank, name, sizeof name);
         failed(&fail, stream_file(s->outdir, name, render_json, &m, 0, &one), &one);
@@ -661,6 +739,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                     render_to(tables, render_table, &m, c | precision << 8);
             }
         }
+        if (samples)
+            print_samples(tables, s, &m, samples_name, samples_ok, first);
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));
@@ -680,6 +760,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                     (unsigned long long)dropped);
         if (s->tracing)
             st_session_print_trace_summary(NULL, notes, s, s->trace_stats);
+        if (m.stacks)
+            print_stack_notes(notes, m.stacks, s->stack_failed);
         if (s->sampling && s->sampler.failed)
             fprintf(notes, "[strata] process sampling stopped early: out of memory\n");
         if (fail.n) {

@@ -47,6 +47,10 @@ typedef struct st_session {
     int sampling;          /* the process sampler runs (STRATA_USE_PROCESS_SAMPLING) */
     int helper_threads;    /* threads the front end runs for strata (set before start):
                             * the sampler leaves them out of the program's */
+    int timed;             /* a collector times calls (the profile hook runs) */
+    int stack_sampling;    /* a stack sampler ran (its collector sets it) */
+    int stack_failed;      /* its samples could not all be folded (memory, spill) */
+    st_model_stacks_t stacks; /* what the stack sampler contributes */
     st_sampler_t sampler;
     st_model_metric_t sampler_metrics[ST_SAMPLER_MAX_METRICS]; /* what it contributes */
     double ns_per_tick[ST_NTIMERS]; /* each timer's, while results are written */

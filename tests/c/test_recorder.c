@@ -443,7 +443,7 @@ static void test_event_kinds(void)
     CHECK(e && e->kind == ST_EV_SAMPLE && e->a == extra);
     CHECK(st_ev_next(&rd) == NULL);
     /* folded: root -> 1 -> 2 -> 3 weighs 2 samples; root -> 3 weighs 5 in gpu_samples */
-    CHECK(st_rec_fold_samples(&r) == 0);
+    CHECK(st_rec_fold_samples(&r, NULL, 0) == 0);
     uint32_t n2 = child(&th->paths, n1, 2), n3 = child(&th->paths, n2, 3);
     CHECK(n3 != ST_PATH_NONE && st_mcols_u64(&th->paths.cols, r.m_samples)[n3] == 2);
     CHECK(st_mcols_u64(&th->paths.cols, extra)[child(&th->paths, 0, 3)] == 5);
@@ -770,7 +770,7 @@ static void test_signal(void)
     /* the calls the thread made meanwhile are all in the tree, exactly */
     uint32_t a = child(&w.th->paths, 0, 1), b = child(&w.th->paths, a, 2);
     CHECK(wall_of(w.th, a)->count == w.calls && wall_of(w.th, b)->count == w.calls);
-    CHECK(st_rec_fold_samples(&r) == 0);
+    CHECK(st_rec_fold_samples(&r, NULL, 0) == 0);
     uint64_t folded = 0;
     for (uint32_t i = 0; i < w.th->paths.nnodes; i++)
         folded += st_mcols_u64(&w.th->paths.cols, r.m_samples)[i];

@@ -1,0 +1,484 @@
+/* The Python stack sampler (see sampler.h). */
+#define _GNU_SOURCE
+#include "python/sampler.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "python/frames.h"
+#include "python/labels.h"
+#include "python/pystate.h"
+#include "python/threads.h"
+#include "sampling/timers.h"
+
+/* The code table: entry i holds a code object's address; i is its id in samples. */
+#define CODE_BITS 16
+#define NCODES (1u << CODE_BITS)
+#define CODE_PROBES 64
+#define CODE_UNKNOWN NCODES        /* the id of a frame whose code found no entry */
+#define TOMB ((const void *)1)     /* an entry whose code died before it was held */
+/* names[] of an entry not held: not named yet, left out, or not a code object */
+#define NAME_NONE ST_PATH_NONE
+#define NAME_LEFT_OUT (ST_PATH_NONE - 1)
+#define NAME_UNKNOWN (ST_PATH_NONE - 2)
+
+#define MAINT_NS 10000000L         /* the maintenance thread's period */
+#define RESCAN_TICKS 100           /* threads looked for at least every second */
+#define MAX_THREADS ST_SIGTIMER_SLOTS
+
+/* One sampled thread. The handler reads `tstate`, `th` and writes the counters;
+ * the rest is the maintenance thread's (GIL held). */
+typedef struct {
+    PyThreadState *tstate;
+    st_rec_thread_t *th;
+    uint64_t tid;
+    int slot;
+    int named;                 /* threading named it */
+    uint32_t seen;             /* the scan that last found it */
+    _Atomic uint64_t signals, periods, failed, empty, ticks;
+} sthread_t;
+
+static struct {
+    st_sigsampler_t sig;
+    st_recorder_t *rec;
+    uint32_t metric;
+    /* the code table */
+    _Atomic(const void *) keys[NCODES];
+    PyObject *held[NCODES];       /* references to the entries' code objects */
+    uint32_t names[NCODES + 1];   /* labels of entries named before they were held */
+    _Atomic uint32_t nclaimed;    /* entries claimed (handlers) */
+    uint32_t nheld;               /* entries looked at by maintenance */
+    _Atomic uint64_t code_full;   /* frames whose code found no entry */
+    /* threads */
+    sthread_t *threads[MAX_THREADS];
+    uint32_t nthreads;
+    uint32_t scan;
+    char note[sizeof(st_msg_t) + 64]; /* the first thing that went wrong or changed */
+    uint64_t ntasks_seen;         /* /proc/self/task's size at the last scan */
+    /* the maintenance thread */
+    pthread_t maint;
+    int maint_running;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int stop;
+    uint64_t maint_cpu_ns;
+    PyThreadState *maint_ts;
+    int watcher;                  /* 3.12+: the code watcher's id, or -1 */
+    int on;                       /* sampling runs */
+} sp = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .watcher = -1};
+
+/* ------------------------------------------------------------------------- */
+/* The handler                                                               */
+
+static inline uint32_t code_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p >> 4;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(x >> (64 - CODE_BITS));
+}
+
+/* The id of code object `code`, claiming a free entry for it if it has none.
+ * Async-signal-safe: loads and one compare-and-swap. */
+static uint32_t code_id(const void *code)
+{
+    uint32_t h = code_hash(code);
+    for (int probe = 0; probe < CODE_PROBES; probe++, h = (h + 1) & (NCODES - 1)) {
+        const void *k = atomic_load_explicit(&sp.keys[h], memory_order_acquire);
+        if (k == code)
+            return h;
+        if (k == NULL) {
+            if (atomic_compare_exchange_strong(&sp.keys[h], &k, code)) {
+                atomic_fetch_add_explicit(&sp.nclaimed, 1, memory_order_relaxed);
+                return h;
+            }
+            if (k == code)
+                return h;
+        }
+    }
+    atomic_fetch_add_explicit(&sp.code_full, 1, memory_order_relaxed);
+    return CODE_UNKNOWN;
+}
+
+static void on_sample(void *ctx, void *ucontext, uint32_t periods)
+{
+    (void)ucontext;
+    sthread_t *t = ctx;
+    uint64_t t0 = st_clock_ticks();
+    st_pyframe_t fr[ST_EV_MAX_FRAMES];
+    uint32_t ids[ST_EV_MAX_FRAMES];
+    atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->periods, periods, memory_order_relaxed);
+    int n = st_pyframes_walk(t->tstate, fr, ST_EV_MAX_FRAMES);
+    if (n < 0) {
+        atomic_fetch_add_explicit(&t->failed, periods, memory_order_relaxed);
+    } else if (n == 0) {
+        atomic_fetch_add_explicit(&t->empty, periods, memory_order_relaxed);
+    } else {
+        for (int i = 0; i < n; i++)
+            ids[i] = code_id(fr[i].code);
+        st_rec_sample(t->th, ids, (uint32_t)n, sp.metric, periods);
+    }
+    atomic_fetch_add_explicit(&t->ticks, st_clock_ticks() - t0, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Maintenance (GIL held)                                                    */
+
+/* Holds a reference to every entry claimed since the last call, so that its
+ * address names one code object until the end. */
+static void hold_new_codes(void)
+{
+    for (uint32_t i = 0; i < NCODES; i++) {
+        if (sp.held[i] || sp.names[i] != NAME_NONE)
+            continue;
+        const void *k = atomic_load_explicit(&sp.keys[i], memory_order_acquire);
+        if (!k || k == TOMB)
+            continue;
+        /* alive: a frame held it when it was sampled, and on 3.12+ the watcher
+         * would have named and retired the entry had it died since; on 3.11 it
+         * may have died (the read is checked) */
+        if (st_pyframes_is_code(k))
+            sp.held[i] = Py_NewRef((PyObject *)k);
+        else
+            sp.names[i] = NAME_UNKNOWN;
+    }
+}
+
+/* The label of code `co` as the deterministic profile makes it, or ST_PATH_NONE
+ * when the profile leaves the code out (filters, strata's own). */
+static uint32_t label_of(PyCodeObject *co)
+{
+    codeinfo_t *ci = code_info(co);
+    if (!ci || !ci->keep)
+        return ST_PATH_NONE;
+    return ci->label != ST_PATH_NONE ? ci->label : st_pylabel_resolve(ci, co);
+}
+
+#if PY_VERSION_HEX >= 0x030C0000
+/* A code object dies: if the table has an entry for it not yet held, the entry is
+ * named now and retired (TOMB), so that a code object made later at the same
+ * address gets an entry of its own. */
+static int on_code_event(PyCodeEvent event, PyCodeObject *co)
+{
+    if (event != PY_CODE_EVENT_DESTROY)
+        return 0;
+    uint32_t h = code_hash(co);
+    for (int probe = 0; probe < CODE_PROBES; probe++, h = (h + 1) & (NCODES - 1)) {
+        const void *k = atomic_load_explicit(&sp.keys[h], memory_order_acquire);
+        if (k == NULL)
+            return 0;
+        if (k == (const void *)co) {
+            if (!sp.held[h]) {
+                PyObject *et, *ev, *tb;
+                PyErr_Fetch(&et, &ev, &tb);
+                uint32_t label = label_of(co);
+                sp.names[h] = label == ST_PATH_NONE || label >= NAME_UNKNOWN ? NAME_LEFT_OUT
+                                                                             : label;
+                PyErr_Restore(et, ev, tb);
+                atomic_store(&sp.keys[h], TOMB);
+            }
+            return 0;
+        }
+    }
+    return 0;
+}
+#endif
+
+/* The kernel's count of the process's threads (/proc/self/task), or 0. */
+static uint64_t count_tasks(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    uint64_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static sthread_t *find_thread(PyThreadState *ts)
+{
+    for (uint32_t i = 0; i < sp.nthreads; i++)
+        if (sp.threads[i]->tstate == ts && sp.threads[i]->slot >= 0)
+            return sp.threads[i];
+    return NULL;
+}
+
+/* Keeps the first note for the end of the run. */
+__attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...)
+{
+    if (*sp.note)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sp.note, sizeof sp.note, fmt, ap);
+    va_end(ap);
+}
+
+/* Names the thread's results as threading names it, once threading knows it. */
+static void name_thread(sthread_t *t, PyThreadState *ts)
+{
+    char name[64];
+    t->named = st_pythread_name(ts->thread_id, name, sizeof name);
+    /* a thread the profile hook follows too is named by it (the same name) */
+    if (t->named || strncmp(t->th->name, "Thread-", 7) == 0)
+        st_rec_thread_name(t->th, name);
+}
+
+/* Arms the timer of every Python thread not armed yet, and disarms those whose
+ * thread state is gone. */
+static void scan_threads(void)
+{
+    sp.scan++;
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts;
+         ts = PyThreadState_Next(ts)) {
+        if (ts == sp.maint_ts || ts->native_thread_id == 0)
+            continue;
+        sthread_t *t = find_thread(ts);
+        if (t && t->tid == (uint64_t)ts->native_thread_id) {
+            t->seen = sp.scan;
+            if (!t->named && t->th)
+                name_thread(t, ts);
+            continue;
+        }
+        if (sp.nthreads == MAX_THREADS)
+            continue;
+        t = calloc(1, sizeof *t);
+        if (!t)
+            continue;
+        t->tstate = ts;
+        t->tid = (uint64_t)ts->native_thread_id;
+        t->th = st_rec_register_tid(sp.rec, t->tid);
+        t->seen = sp.scan;
+        if (t->th)
+            name_thread(t, ts);
+        st_msg_t msg;
+        t->slot = t->th ? st_sigsampler_arm(&sp.sig, (pid_t)t->tid, t, &msg) : -1;
+        if (t->slot < 0)
+            note("a thread could not be sampled: %s", t->th ? msg.text : "out of memory");
+        /* kept even if not armed: its counters are read at the end */
+        sp.threads[sp.nthreads++] = t;
+    }
+    /* threads that ended: their timers go (the states stay for the handler) */
+    for (uint32_t i = 0; i < sp.nthreads; i++) {
+        sthread_t *t = sp.threads[i];
+        if (t->slot >= 0 && t->seen != sp.scan) {
+            st_sigsampler_disarm(&sp.sig, t->slot);
+            t->slot = -1;
+        }
+    }
+}
+
+static void *maintain(void *arg)
+{
+    (void)arg;
+    PyGILState_STATE g = PyGILState_Ensure();
+    sp.maint_ts = PyThreadState_Get();
+    PyThreadState *saved = PyEval_SaveThread();
+    struct timespec cpu0;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+    uint32_t tick = 0;
+    pthread_mutex_lock(&sp.lock);
+    while (!sp.stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += MAINT_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&sp.wake, &sp.lock, &until);
+        if (sp.stop)
+            break;
+        pthread_mutex_unlock(&sp.lock);
+        st_rec_maintain(sp.rec);
+        st_msg_t msg;
+        if (st_sigsampler_check(&sp.sig, &msg) != 0)
+            note("%s", msg.text);
+        uint64_t tasks = count_tasks();
+        int new_threads = tasks != sp.ntasks_seen || ++tick % RESCAN_TICKS == 0;
+        int new_codes = atomic_load(&sp.nclaimed) != sp.nheld;
+        if (new_threads || new_codes) {
+            PyEval_RestoreThread(saved);
+            if (new_codes) {
+                sp.nheld = atomic_load(&sp.nclaimed);
+                hold_new_codes();
+            }
+            if (new_threads) {
+                sp.ntasks_seen = tasks;
+                scan_threads();
+            }
+            saved = PyEval_SaveThread();
+        }
+        pthread_mutex_lock(&sp.lock);
+    }
+    pthread_mutex_unlock(&sp.lock);
+    struct timespec cpu1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    sp.maint_cpu_ns = (uint64_t)(cpu1.tv_sec - cpu0.tv_sec) * 1000000000u +
+                      (uint64_t)(cpu1.tv_nsec - cpu0.tv_nsec);
+    PyEval_RestoreThread(saved);
+    PyGILState_Release(g);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The collector                                                             */
+
+static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
+{
+    (void)c;
+    const st_settings_t *set = &st_py.settings;
+    if (!st_settings_bool(set, ST_S_USE_SAMPLING))
+        return 0;
+    const char *why = NULL;
+    if (st_pyframes_check(&why) < 0) {
+        PyErr_Clear();
+        fprintf(stderr, "strata: warning: stack sampling is off: %s\n", why);
+        return 0;
+    }
+    double freq = st_settings_float(set, ST_S_SAMPLING_FREQ);
+    st_sigclock_t clock =
+        strcmp(st_settings_str(set, ST_S_SAMPLING_CLOCK), "wall") == 0 ? ST_SIGCLOCK_WALL
+                                                                      : ST_SIGCLOCK_CPU;
+    int rc = st_sigsampler_install(&sp.sig, (int)st_settings_int(set, ST_S_SAMPLING_SIGNAL), clock,
+                                   (uint64_t)(1e9 / freq), on_sample, msg);
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i <= NCODES; i++) {
+        if (i < NCODES)
+            atomic_store(&sp.keys[i], NULL);
+        sp.names[i] = NAME_NONE;
+    }
+    atomic_store(&sp.nclaimed, 0);
+    atomic_store(&sp.code_full, 0);
+    sp.nheld = 0;
+    *sp.note = '\0';
+    sp.rec = &s->rec;
+    sp.metric = s->rec.m_samples;
+    sp.stop = 0;
+    sp.ntasks_seen = count_tasks();
+    scan_threads();
+#if PY_VERSION_HEX >= 0x030C0000
+    sp.watcher = PyCode_AddWatcher(on_code_event);
+    if (sp.watcher < 0)
+        PyErr_Clear(); /* all taken: 3.11's window (sampler.h) */
+#endif
+    if (pthread_create(&sp.maint, NULL, maintain, NULL) != 0) {
+        st_sigsampler_uninstall(&sp.sig);
+        return st_msg_set(msg, ST_EIO, "cannot start the stack sampler's thread");
+    }
+    sp.maint_running = 1;
+    sp.on = 1;
+    s->stack_sampling = 1;
+    return 0;
+}
+
+/* Names every entry of the code table; entries left out by the filters, and
+ * entries with no code, map to ST_PATH_NONE or "<unknown>". */
+static uint32_t *code_labels(void)
+{
+    uint32_t *map = malloc((NCODES + 1) * sizeof *map);
+    if (!map)
+        return NULL;
+    uint32_t unknown = ST_PATH_NONE;
+    st_intern_id(&st_py.session.labels, "<unknown>", 9, &unknown);
+    for (uint32_t i = 0; i < NCODES; i++) {
+        if (sp.held[i])
+            map[i] = label_of((PyCodeObject *)sp.held[i]);
+        else if (sp.names[i] == NAME_LEFT_OUT)
+            map[i] = ST_PATH_NONE; /* named by the watcher: left out */
+        else if (sp.names[i] < NAME_UNKNOWN)
+            map[i] = sp.names[i]; /* named by the watcher */
+        else
+            map[i] = unknown; /* no entry, or code that died unheld (3.11) */
+    }
+    map[CODE_UNKNOWN] = unknown;
+    PyErr_Clear();
+    return map;
+}
+
+/* What the sampler did, for the model (after the handlers are drained). */
+static void summarise(st_model_stacks_t *st, st_recorder_t *rec)
+{
+    memset(st, 0, sizeof *st);
+    st->freq = 1e9 / (double)sp.sig.period_ns;
+    st->clock = sp.sig.clock == ST_SIGCLOCK_WALL ? "wall" : "cpu";
+    st->threads = sp.nthreads;
+    uint64_t ticks = 0;
+    for (uint32_t i = 0; i < sp.nthreads; i++) {
+        sthread_t *t = sp.threads[i];
+        st->signals += atomic_load(&t->signals);
+        st->periods += atomic_load(&t->periods);
+        st->unreadable += atomic_load(&t->failed);
+        st->no_python += atomic_load(&t->empty);
+        ticks += atomic_load(&t->ticks);
+    }
+    st->lost = st_rec_samples_lost(rec);
+    /* what the fold left on the roots: samples with no frame the filters keep */
+    for (uint32_t i = 0; i < rec->nthreads; i++)
+        st->left_out += st_mcols_u64(&rec->threads[i]->paths.cols, rec->m_samples)[0];
+    st->unnamed = atomic_load(&sp.code_full);
+    st->self_cpu_s = ((double)ticks * st_clock_ns_per_tick() + (double)sp.maint_cpu_ns) * 1e-9;
+    st->note = *sp.note ? sp.note : NULL;
+}
+
+static void sampler_stop(st_collector_t *c, st_session_t *s)
+{
+    (void)c;
+    if (!sp.on)
+        return;
+    sp.on = 0;
+    st_sigsampler_uninstall(&sp.sig); /* no handler runs after this */
+    if (sp.maint_running) {
+        pthread_mutex_lock(&sp.lock);
+        sp.stop = 1;
+        pthread_cond_signal(&sp.wake);
+        pthread_mutex_unlock(&sp.lock);
+        /* it takes the GIL to leave */
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(sp.maint, NULL);
+        Py_END_ALLOW_THREADS
+        sp.maint_running = 0;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    if (sp.watcher >= 0)
+        PyCode_ClearWatcher(sp.watcher);
+    sp.watcher = -1;
+#endif
+    hold_new_codes();
+    uint32_t *map = code_labels();
+    if (!map || st_rec_fold_samples(&s->rec, map, NCODES + 1) < 0)
+        s->stack_failed = 1;
+    free(map);
+    for (uint32_t i = 0; i < NCODES; i++)
+        Py_CLEAR(sp.held[i]);
+    summarise(&s->stacks, &s->rec);
+    for (uint32_t i = 0; i < sp.nthreads; i++)
+        free(sp.threads[i]);
+    sp.nthreads = 0;
+}
+
+static void sampler_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
+{
+    (void)c;
+    if (s->stack_sampling)
+        m->stacks = &s->stacks;
+}
+
+const st_collector_t st_pysampler_collector = {
+    .name = "stack sampler",
+    .start = sampler_start,
+    .stop = sampler_stop,
+    .contribute = sampler_contribute,
+};

@@ -1,0 +1,327 @@
+"""Stack sampling of Python programs: `strata python --sample` (issue 11).
+
+A known split is measured; threads started before and after sampling begins are
+sampled and named; wall mode sees waiting threads; the program behaves as without
+strata (its own timers and signal handlers, sleeps and timeouts, fork); bad settings
+are one line and exit 2; the sampled profile reads back and renders in every format.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import load_profile
+
+# f does 7 units of the same loop for every 3 that g does: 70 % / 30 % of the CPU.
+SPLIT = """
+    def unit():
+        s = 0
+        for i in range(20000):
+            s += i * i
+        return s
+
+    def f():
+        for _ in range(7):
+            unit()
+
+    def g():
+        for _ in range(3):
+            unit()
+
+    def main():
+        for _ in range({rounds}):
+            f()
+            g()
+
+    main()
+    print("done")
+"""
+
+
+def samples_by_path(profile: dict, thread: int | None = None) -> dict:
+    """{(label, ...): samples} over the threads' nodes (inclusive paths)."""
+    out = {}
+    for th in profile["threads"]:
+        if thread is not None and th["index"] != thread:
+            continue
+        labels = {}
+        for n in th["nodes"]:
+            path = (labels[n["parent"]] if n["parent"] >= 0 else ()) + (n["label"],)
+            labels[n["id"]] = path
+            v = n["metrics"].get("samples", 0)
+            if v:
+                out[path] = out.get(path, 0) + v
+    return out
+
+
+def inclusive(profile: dict, thread: int | None = None) -> dict:
+    """{label: samples of the paths through it}, over every thread or one."""
+    out = {}
+    for path, v in samples_by_path(profile, thread).items():
+        for label in set(path):
+            out[label] = out.get(label, 0) + v
+    return out
+
+
+def test_known_split_cpu(runner):
+    """70 % in f, 30 % in g: the samples say so within a few points (statistics of
+    about 400 timer signals of a CPU-clock timer)."""
+    runner.write("split.py", SPLIT.format(rounds=90))
+    res = runner.strata("--sample", "-f", "1000", "split.py")
+    assert res.returncode == 0 and res.stdout == "done\n", res.describe()
+    prof = load_profile(runner.results())
+    own = inclusive(prof)
+    total = own.get("f", 0) + own.get("g", 0)
+    assert total > 200 and total == own["main"], (own, res.stderr)
+    share = own["f"] / total
+    assert 0.62 <= share <= 0.78, (share, own)
+    st = prof["stack_sampling"]
+    assert st["clock"] == "cpu" and st["frequency"] == 1000
+    # the periods the samples stand for add up to the samples in the tree
+    assert sum(samples_by_path(prof).values()) + st["left_out"] == st["periods"] - st["unreadable"] - \
+        st["no_python"], (st, own)
+    # the cheap mode: no call was timed, so no timer is reported
+    assert prof["components"] == [] and [m["name"] for m in prof["metrics"]] == ["samples"]
+    assert "STACK SAMPLES TAKEN" in res.stderr and "% TOTAL" in res.stderr
+    assert "[strata] stack sampling:" in res.stderr
+    assert (runner.results() / "samples.txt").is_file()
+
+
+def test_with_the_deterministic_profile(runner):
+    """STRATA_PROFILE=ON with --sample: both in one tree, the same nodes."""
+    runner.write("split.py", SPLIT.format(rounds=40))
+    res = runner.strata("--sample", "-f", "500", "split.py", env={"STRATA_PROFILE": "ON"})
+    assert res.returncode == 0, res.describe()
+    prof = load_profile(runner.results())
+    nodes = prof["threads"][0]["nodes"]
+    by_label = {n["label"]: n for n in nodes}
+    assert by_label["f"]["count"] == 40 and by_label["g"]["count"] == 40
+    assert inclusive(prof)["f"] > 0
+    assert "wall_clock" in by_label["f"]["metrics"]
+    # one node per path: the samples landed on the profile's own nodes
+    assert len({(n["parent"], n["label"]) for n in nodes}) == len(nodes)
+
+
+THREADS = """
+    import threading, time
+
+    def spin(n):
+        s = 0
+        for i in range(n):
+            s += i
+        return s
+
+    def early_work():
+        spin(1_500_000)
+
+    def late_work():
+        spin(1_500_000)
+
+    def sleeper():
+        time.sleep(0.4)
+
+    early = threading.Thread(target=early_work, name="early")
+    early.start()
+    time.sleep(0.05)
+    late = threading.Thread(target=late_work, name="late")
+    late.start()
+    sl = threading.Thread(target=sleeper, name="sleepy")
+    sl.start()
+    for t in (early, late, sl):
+        t.join()
+    print("ok")
+"""
+
+
+@pytest.mark.parametrize("clock", ["cpu", "wall"])
+def test_threads_before_and_after(runner, clock):
+    """Threads started after sampling began are found and named; the wall clock
+    samples a thread that only sleeps, the CPU clock does not."""
+    runner.write("thr.py", THREADS)
+    res = runner.strata("--sample", "-f", "200", "--sample-clock", clock, "thr.py")
+    assert res.returncode == 0 and res.stdout == "ok\n", res.describe()
+    prof = load_profile(runner.results())
+    names = {th["index"]: th["name"] for th in prof["threads"]}
+    seen = {names[th["index"]]: set(inclusive(prof, th["index"])) for th in prof["threads"]}
+    assert "early_work" in seen.get("early", set()), seen
+    assert "late_work" in seen.get("late", set()), seen
+    if clock == "wall":
+        assert "sleeper" in seen.get("sleepy", set()), seen
+    else:
+        assert "sleeper" not in seen.get("sleepy", set()), seen
+
+
+OWN_SIGNALS = """
+    import signal, time, os
+
+    hits = {"prof": 0, "alrm": 0, "rt": 0}
+
+    def on(name):
+        def handler(signum, frame):
+            hits[name] += 1
+        return handler
+
+    signal.signal(signal.SIGPROF, on("prof"))
+    signal.signal(signal.SIGALRM, on("alrm"))
+    signal.signal(signal.SIGRTMIN + 4, on("rt"))
+    signal.setitimer(signal.ITIMER_PROF, 0.005, 0.005)
+    signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)
+    t0 = time.process_time()
+    s = 0
+    while time.process_time() - t0 < 0.4:
+        s += 1
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    os.kill(os.getpid(), signal.SIGRTMIN + 4)
+    time.sleep(0.01)
+    print(hits["prof"] > 20, hits["alrm"] > 10, hits["rt"] == 1)
+"""
+
+
+def test_program_keeps_its_own_signals(runner):
+    """A program with its own SIGPROF and SIGALRM timers and a handler on the
+    first real-time signal strata would pick gets every signal it expects."""
+    runner.write("sig.py", OWN_SIGNALS)
+    plain = runner.plain("sig.py")
+    res = runner.strata("--sample", "-f", "500", "sig.py")
+    assert plain.stdout == "True True True\n", plain.describe()
+    assert res.returncode == 0 and res.stdout == plain.stdout, res.describe()
+
+
+WAITS = """
+    import select, socket, time
+
+    t0 = time.monotonic()
+    time.sleep(0.3)
+    slept = time.monotonic() - t0
+    t0 = time.monotonic()
+    r, _, _ = select.select([], [], [], 0.3)
+    selected = time.monotonic() - t0
+    a, b = socket.socketpair()
+    a.settimeout(0.3)
+    try:
+        a.recv(10)
+        timed_out = False
+    except socket.timeout:
+        timed_out = True
+    print(slept >= 0.3, selected >= 0.3, r == [], timed_out)
+"""
+
+
+def test_waits_under_wall_sampling(runner):
+    """sleep, select and a socket timeout last as long as asked, with no EINTR
+    surfacing, while the wall clock interrupts the waiting thread at 1 kHz."""
+    runner.write("waits.py", WAITS)
+    res = runner.strata("--sample", "--sample-clock", "wall", "-f", "1000", "waits.py")
+    assert res.returncode == 0 and res.stdout == "True True True True\n", res.describe()
+    st = load_profile(runner.results())["stack_sampling"]
+    assert st["samples"] > 300, st
+
+
+FORK = """
+    import os, time
+
+    def spin():
+        s = 0
+        for i in range(300_000):
+            s += i
+        return s
+
+    pid = os.fork()
+    if pid == 0:
+        spin()
+        print("child", flush=True)
+        os._exit(3)
+    spin()
+    _, status = os.waitpid(pid, 0)
+    print("parent", os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_fork_under_sampling(runner):
+    runner.write("fork.py", FORK)
+    res = runner.strata("--sample", "-f", "1000", "fork.py")
+    assert res.returncode == 0, res.describe()
+    assert sorted(res.stdout.split("\n")) == sorted(["child", "parent 3", ""]), res.describe()
+
+
+@pytest.mark.parametrize("args, env, words", [
+    (["-f", "0"], {}, "STRATA_SAMPLING_FREQ"),
+    (["--sample-clock", "sun"], {}, "STRATA_SAMPLING_CLOCK"),
+    ([], {"STRATA_SAMPLING_FREQ": "fast"}, "STRATA_SAMPLING_FREQ"),
+    ([], {"STRATA_SAMPLING_SIGNAL": "10"}, "sampling signal 10"),
+])
+def test_bad_settings(runner, args, env, words):
+    """One line, exit status 2, nothing run, no results folder left."""
+    runner.write("s.py", "print('ran')\n")
+    res = runner.strata("--sample", *args, "s.py", env=env)
+    assert res.returncode == 2, res.describe()
+    assert res.stdout == "", res.describe()
+    lines = [x for x in res.stderr.splitlines() if x]
+    assert len(lines) == 1 and lines[0].startswith("strata: error:") and words in lines[0], \
+        res.describe()
+    assert not list(runner.dir.glob("strata-*-output/*")), res.describe()
+
+
+def test_sampled_profile_renders_everywhere(runner):
+    """profile.json of a sampled run reads back: the text report shows the samples
+    table, the flame-graph formats weigh by samples, merge keeps the summary."""
+    runner.write("split.py", SPLIT.format(rounds=30))
+    res = runner.strata("--sample", "-f", "1000", "split.py")
+    assert res.returncode == 0, res.describe()
+    results = runner.results()
+    text = runner.run([runner_strata(), "report", str(results)])
+    assert text.returncode == 0 and "STACK SAMPLES TAKEN" in text.stdout, text.describe()
+    assert "COUNTS NUMBER OF INVOCATIONS" not in text.stdout
+    folded = runner.run([runner_strata(), "report", "--format", "folded", "-o", "-",
+                         str(results)])
+    lines = dict(line.rsplit(" ", 1) for line in folded.stdout.splitlines())
+    assert any(k.endswith(";main;f;unit") for k in lines), folded.stdout
+    for fmt in ("speedscope", "callgrind", "html", "pstats", "json"):
+        out = runner.dir / f"r.{fmt}"
+        r = runner.run([runner_strata(), "report", "--format", fmt, "-o", str(out),
+                        str(results)])
+        assert r.returncode == 0 and out.stat().st_size > 0, r.describe()
+    again = json.loads((runner.dir / "r.json").read_text())
+    assert again["stack_sampling"] == load_profile(results)["stack_sampling"]
+    merged = runner.dir / "merged"
+    r = runner.run([runner_strata(), "merge", "-o", str(merged), str(results), str(results)])
+    assert r.returncode == 0, r.describe()
+    m = load_profile(merged)
+    assert m["stack_sampling"]["samples"] == 2 * again["stack_sampling"]["samples"]
+
+
+def runner_strata():
+    from conftest import STRATA
+    return STRATA
+
+
+TAKES_OURS = """
+    import signal, os, time
+
+    hits = []
+    signal.signal(40, lambda signum, frame: hits.append(signum))
+    t0 = time.process_time()
+    while time.process_time() - t0 < 0.2:
+        pass
+    before = len(hits)
+    os.kill(os.getpid(), 40)
+    time.sleep(0.01)
+    print(len(hits) == before + 1)
+"""
+
+
+def test_program_takes_the_sampling_signal(runner):
+    """A program that installs a handler on the very signal strata samples with
+    keeps it: strata moves to another signal within its 10 ms maintenance period,
+    says so, and goes on sampling."""
+    runner.write("takes.py", TAKES_OURS)
+    res = runner.strata("--sample", "-f", "200", "takes.py",
+                        env={"STRATA_SAMPLING_SIGNAL": "40"})
+    assert res.returncode == 0 and res.stdout == "True\n", res.describe()
+    assert "the program handles signal 40: stack sampling moved to signal" in res.stderr, \
+        res.describe()
+    st = load_profile(runner.results())["stack_sampling"]
+    assert st["samples"] > 10, st
