@@ -246,6 +246,8 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     st_msg_t msg;
     /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
     st_py.session.helper_threads = st_pyexit_install();
+    /* the stack sampler's thread: not one of the program's */
+    st_py.session.helper_threads += st_settings_bool(&st_py.settings, ST_S_USE_SAMPLING);
     st_py.tracing = st_py.session.tracing;
     /* Stack sampling alone is the cheap mode: the profile hook stays off unless
      * STRATA_PROFILE was set (file, environment, program) to have both. */

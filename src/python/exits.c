@@ -1,5 +1,6 @@
 /* How a profiled run ends (see exits.h for the design). */
 #include "python/exits.h"
+#include "python/sampler.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -170,7 +171,7 @@ static int start_watcher(void)
     return rc == 0 ? 0 : -1;
 }
 
-/* os.fork: the watcher ends before, so that the parent forks with the threads the
+/* os.fork: the watcher (and the stack sampler's thread) ends before, so that the parent forks with the threads the
  * program made (3.12+ warns about forking a process that has several) and starts
  * again after, in the parent (see after_fork_parent). Not when a SIGTERM is being
  * handled: the watcher may be waiting for the GIL this thread holds, and the process
@@ -179,6 +180,7 @@ static PyObject *before_fork(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
+    st_pysampler_before_fork();
     if (!sig.watching)
         Py_RETURN_NONE;
     atomic_store(&sig.quit, 1);
@@ -201,12 +203,14 @@ static int handler_is_ours(void)
 }
 
 /* Starts the watcher again after a fork, while strata's handler is still in place
- * (a pending call may come after the results were written). */
+ * (a pending call may come after the results were written), and the stack
+ * sampler's thread. */
 static int restart_watcher(void *unused)
 {
     (void)unused;
     if (sig.installed && !sig.watching && getpid() == sig.owner && handler_is_ours())
         start_watcher();
+    st_pysampler_after_fork_parent();
     return 0;
 }
 
@@ -242,8 +246,7 @@ static PyObject *after_fork_parent(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
 #if PY_VERSION_HEX >= 0x030D0000
-    if (sig.installed && !sig.watching && process_threads() == 1 &&
-        Py_AddPendingCall(restart_watcher, NULL) == 0)
+    if (process_threads() == 1 && Py_AddPendingCall(restart_watcher, NULL) == 0)
         Py_RETURN_NONE;
 #endif
     restart_watcher(NULL);
@@ -296,7 +299,6 @@ static int catch_sigterm(void)
         sem_destroy(&sig.got_gil);
         return 0;
     }
-    watch_forks();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_term;
@@ -371,7 +373,12 @@ static void unwrap_os_exit(void)
 
 int st_pyexit_install(void)
 {
+    static int forks_watched;
     wrap_os_exit();
+    if (!forks_watched) {
+        watch_forks(); /* once: the hooks stay registered, and check what runs */
+        forks_watched = 1;
+    }
     return catch_sigterm();
 }
 

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,6 +333,49 @@ static void *maintain(void *arg)
     return NULL;
 }
 
+/* Starts the maintenance thread, which blocks every signal: signals sent to the
+ * process go to the program's threads, as without strata. */
+static int start_maint(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    sp.stop = 0;
+    int rc = pthread_create(&sp.maint, NULL, maintain, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    sp.maint_running = rc == 0;
+    return rc == 0 ? 0 : -1;
+}
+
+/* Ends the maintenance thread (GIL held: released while it takes the GIL to
+ * leave). */
+static void stop_maint(void)
+{
+    if (!sp.maint_running)
+        return;
+    pthread_mutex_lock(&sp.lock);
+    sp.stop = 1;
+    pthread_cond_signal(&sp.wake);
+    pthread_mutex_unlock(&sp.lock);
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(sp.maint, NULL);
+    Py_END_ALLOW_THREADS
+    sp.maint_running = 0;
+}
+
+void st_pysampler_before_fork(void)
+{
+    if (sp.on)
+        stop_maint();
+}
+
+void st_pysampler_after_fork_parent(void)
+{
+    if (sp.on && !sp.maint_running && start_maint() < 0)
+        note("the sampler's thread could not start again after a fork: code objects "
+             "sampled since are named at the end, threads started since are not sampled");
+}
+
 /* ------------------------------------------------------------------------- */
 /* The collector                                                             */
 
@@ -366,7 +410,6 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     *sp.note = '\0';
     sp.rec = &s->rec;
     sp.metric = s->rec.m_samples;
-    sp.stop = 0;
     sp.ntasks_seen = count_tasks();
     scan_threads();
 #if PY_VERSION_HEX >= 0x030C0000
@@ -374,11 +417,10 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     if (sp.watcher < 0)
         PyErr_Clear(); /* all taken: 3.11's window (sampler.h) */
 #endif
-    if (pthread_create(&sp.maint, NULL, maintain, NULL) != 0) {
+    if (start_maint() < 0) {
         st_sigsampler_uninstall(&sp.sig);
         return st_msg_set(msg, ST_EIO, "cannot start the stack sampler's thread");
     }
-    sp.maint_running = 1;
     sp.on = 1;
     s->stack_sampling = 1;
     return 0;
@@ -440,17 +482,7 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
         return;
     sp.on = 0;
     st_sigsampler_uninstall(&sp.sig); /* no handler runs after this */
-    if (sp.maint_running) {
-        pthread_mutex_lock(&sp.lock);
-        sp.stop = 1;
-        pthread_cond_signal(&sp.wake);
-        pthread_mutex_unlock(&sp.lock);
-        /* it takes the GIL to leave */
-        Py_BEGIN_ALLOW_THREADS
-        pthread_join(sp.maint, NULL);
-        Py_END_ALLOW_THREADS
-        sp.maint_running = 0;
-    }
+    stop_maint();
 #if PY_VERSION_HEX >= 0x030C0000
     if (sp.watcher >= 0)
         PyCode_ClearWatcher(sp.watcher);

@@ -39,4 +39,11 @@
  * layout it cannot read turns sampling off with one line on stderr. */
 extern const st_collector_t st_pysampler_collector;
 
+/* os.fork (exits.c's hooks, GIL held): the sampler's thread ends before, so that the
+ * parent forks with the program's threads only (CPython 3.12+ warns about forking
+ * a process with several), and starts again after, in the parent. The timers go on
+ * meanwhile; the child is not sampled (a fork keeps no timer). */
+void st_pysampler_before_fork(void);
+void st_pysampler_after_fork_parent(void);
+
 #endif
