@@ -74,7 +74,8 @@ def test_known_split_cpu(runner):
     prof = load_profile(runner.results())
     own = inclusive(prof)
     total = own.get("f", 0) + own.get("g", 0)
-    assert total > 200 and total == own["main"], (own, res.stderr)
+    # main's own periods: its loop between the calls, a few
+    assert total > 200 and 0 <= own["main"] - total <= 0.03 * own["main"], (own, res.stderr)
     share = own["f"] / total
     assert 0.62 <= share <= 0.78, (share, own)
     st = prof["stack_sampling"]
@@ -318,7 +319,7 @@ TAKES_OURS = """
 
 def test_program_takes_the_sampling_signal(runner):
     """A program that installs a handler on the very signal strata samples with
-    keeps it: strata moves to another signal within its 10 ms maintenance period,
+    keeps it: strata moves to another signal within its 20 ms maintenance period,
     says so, and goes on sampling."""
     runner.write("takes.py", TAKES_OURS)
     res = runner.strata("--sample", "-f", "200", "takes.py",

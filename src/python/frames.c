@@ -87,7 +87,8 @@ static uintptr_t word_at(const unsigned char *buf, size_t off)
 }
 
 /* The walk; *shims counts the shim frames skipped. Returns frames or ST_EINVAL. */
-static int walk(uintptr_t ts, st_pyframe_t *out, int cap, int *shims)
+static int walk(uintptr_t ts, st_pyframe_t *out, int cap, int *shims, st_pyframes_known_fn known,
+                void *ctx)
 {
     uintptr_t f;
     if (rd(&f, ts + L.ts_frame, sizeof f) < 0)
@@ -110,8 +111,11 @@ static int walk(uintptr_t ts, st_pyframe_t *out, int cap, int *shims)
         }
         uintptr_t code = word_at(buf, L.fr_code);
         uintptr_t hdr[3]; /* refcount, type, size in code units */
-        if (!code || (code & 7) || rd(hdr, code, sizeof hdr) < 0 ||
-            hdr[1] != (uintptr_t)&PyCode_Type)
+        intptr_t size = known && code ? known((const void *)code, ctx) : 0;
+        if (size > 0)
+            hdr[2] = (uintptr_t)size;
+        else if (!code || (code & 7) || rd(hdr, code, sizeof hdr) < 0 ||
+                 hdr[1] != (uintptr_t)&PyCode_Type)
             return ST_EINVAL;
         intptr_t d = (intptr_t)(word_at(buf, L.fr_instr) - (code + L.co_adaptive));
         if (d & 1 || d / 2 < -1 || d / 2 >= (intptr_t)hdr[2])
@@ -127,17 +131,25 @@ static int walk(uintptr_t ts, st_pyframe_t *out, int cap, int *shims)
 
 int st_pyframes_walk(const void *tstate, st_pyframe_t *out, int cap)
 {
+    return st_pyframes_walk_known(tstate, out, cap, NULL, NULL);
+}
+
+int st_pyframes_walk_known(const void *tstate, st_pyframe_t *out, int cap,
+                           st_pyframes_known_fn known, void *ctx)
+{
 #if HAVE_LAYOUT
     if (!walker_on || !tstate)
         return ST_EINVAL;
     int saved = errno, shims = 0;
-    int n = walk((uintptr_t)tstate, out, cap, &shims);
+    int n = walk((uintptr_t)tstate, out, cap, &shims, known, ctx);
     errno = saved;
     return n;
 #else
     (void)tstate;
     (void)out;
     (void)cap;
+    (void)known;
+    (void)ctx;
     return ST_EINVAL;
 #endif
 }
@@ -193,7 +205,7 @@ static const char *compare_chains(void)
 {
     st_pyframe_t got[PROBE_CAP];
     int shims = 0;
-    int n = walk((uintptr_t)PyThreadState_Get(), got, PROBE_CAP, &shims);
+    int n = walk((uintptr_t)PyThreadState_Get(), got, PROBE_CAP, &shims, NULL, NULL);
     if (n < 0)
         return "the frame walk failed a check";
     if (L.shim_owner >= 0 && shims == 0)

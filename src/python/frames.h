@@ -69,6 +69,14 @@ int st_pyframes_check(const char **why);
  * Async-signal-safe: no lock, no allocation, no Python API; errno is kept. */
 int st_pyframes_walk(const void *tstate, st_pyframe_t *out, int cap);
 
+/* The same, with a cache of code objects known to be alive: known(code, ctx)
+ * returns the code's size in code units (Py_SIZE) when the caller holds it, else 0;
+ * the walker then trusts it instead of reading the code object's header (one system
+ * call a frame saved). Must be async-signal-safe. */
+typedef intptr_t (*st_pyframes_known_fn)(const void *code, void *ctx);
+int st_pyframes_walk_known(const void *tstate, st_pyframe_t *out, int cap,
+                           st_pyframes_known_fn known, void *ctx);
+
 /* 1 when `p` points at a live code object as far as its header tells: readable,
  * of type PyCode_Type, with a reference count from 1 to 2^32 (a freed object's is
  * 0, or the allocator's free-list link, a heap address). A checked read, never a

@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "python/sampler.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -30,8 +30,8 @@
 #define NAME_LEFT_OUT (ST_PATH_NONE - 1)
 #define NAME_UNKNOWN (ST_PATH_NONE - 2)
 
-#define MAINT_NS 10000000L         /* the maintenance thread's period */
-#define RESCAN_TICKS 100           /* threads looked for at least every second */
+#define MAINT_NS 20000000L         /* the maintenance thread's period */
+#define RESCAN_TICKS 50            /* threads looked for at least every second */
 #define MAX_THREADS ST_SIGTIMER_SLOTS
 
 /* One sampled thread. The handler reads `tstate`, `th` and writes the counters;
@@ -53,6 +53,10 @@ static struct {
     /* the code table */
     _Atomic(const void *) keys[NCODES];
     PyObject *held[NCODES];       /* references to the entries' code objects */
+    _Atomic intptr_t sizes[NCODES]; /* a held code's size (code units): the walker
+                                   * trusts a held code without reading it */
+    _Atomic uint32_t order[NCODES]; /* entries in the order claimed (NCODES: not
+                                   * written yet), so maintenance visits new ones only */
     uint32_t names[NCODES + 1];   /* labels of entries named before they were held */
     _Atomic uint32_t nclaimed;    /* entries claimed (handlers) */
     uint32_t nheld;               /* entries looked at by maintenance */
@@ -96,7 +100,8 @@ static uint32_t code_id(const void *code)
             return h;
         if (k == NULL) {
             if (atomic_compare_exchange_strong(&sp.keys[h], &k, code)) {
-                atomic_fetch_add_explicit(&sp.nclaimed, 1, memory_order_relaxed);
+                uint32_t at = atomic_fetch_add(&sp.nclaimed, 1);
+                atomic_store_explicit(&sp.order[at], h, memory_order_release);
                 return h;
             }
             if (k == code)
@@ -105,6 +110,21 @@ static uint32_t code_id(const void *code)
     }
     atomic_fetch_add_explicit(&sp.code_full, 1, memory_order_relaxed);
     return CODE_UNKNOWN;
+}
+
+/* The walker's cache (frames.h): a held code object's size. */
+static intptr_t known_code(const void *code, void *ctx)
+{
+    (void)ctx;
+    uint32_t h = code_hash(code);
+    for (int probe = 0; probe < CODE_PROBES; probe++, h = (h + 1) & (NCODES - 1)) {
+        const void *k = atomic_load_explicit(&sp.keys[h], memory_order_acquire);
+        if (k == code)
+            return atomic_load_explicit(&sp.sizes[h], memory_order_acquire);
+        if (k == NULL)
+            return 0;
+    }
+    return 0;
 }
 
 static void on_sample(void *ctx, void *ucontext, uint32_t periods)
@@ -116,7 +136,7 @@ static void on_sample(void *ctx, void *ucontext, uint32_t periods)
     uint32_t ids[ST_EV_MAX_FRAMES];
     atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->periods, periods, memory_order_relaxed);
-    int n = st_pyframes_walk(t->tstate, fr, ST_EV_MAX_FRAMES);
+    int n = st_pyframes_walk_known(t->tstate, fr, ST_EV_MAX_FRAMES, known_code, NULL);
     if (n < 0) {
         atomic_fetch_add_explicit(&t->failed, periods, memory_order_relaxed);
     } else if (n == 0) {
@@ -136,7 +156,13 @@ static void on_sample(void *ctx, void *ucontext, uint32_t periods)
  * address names one code object until the end. */
 static void hold_new_codes(void)
 {
-    for (uint32_t i = 0; i < NCODES; i++) {
+    uint32_t n = atomic_load(&sp.nclaimed);
+    if (n > NCODES)
+        n = NCODES;
+    for (; sp.nheld < n; sp.nheld++) {
+        uint32_t i = atomic_load_explicit(&sp.order[sp.nheld], memory_order_acquire);
+        if (i >= NCODES)
+            break; /* claimed, its index not written yet: next time */
         if (sp.held[i] || sp.names[i] != NAME_NONE)
             continue;
         const void *k = atomic_load_explicit(&sp.keys[i], memory_order_acquire);
@@ -145,9 +171,10 @@ static void hold_new_codes(void)
         /* alive: a frame held it when it was sampled, and on 3.12+ the watcher
          * would have named and retired the entry had it died since; on 3.11 it
          * may have died (the read is checked) */
-        if (st_pyframes_is_code(k))
+        if (st_pyframes_is_code(k)) {
             sp.held[i] = Py_NewRef((PyObject *)k);
-        else
+            atomic_store_explicit(&sp.sizes[i], Py_SIZE(sp.held[i]), memory_order_release);
+        } else
             sp.names[i] = NAME_UNKNOWN;
     }
 }
@@ -192,18 +219,12 @@ static int on_code_event(PyCodeEvent event, PyCodeObject *co)
 }
 #endif
 
-/* The kernel's count of the process's threads (/proc/self/task), or 0. */
+/* The kernel's count of the process's threads, or 0: /proc/self/task's link
+ * count is 2 + its threads (one stat, no directory read). */
 static uint64_t count_tasks(void)
 {
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    uint64_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
+    struct stat st;
+    return stat("/proc/self/task", &st) == 0 ? (uint64_t)st.st_nlink : 0;
 }
 
 static sthread_t *find_thread(PyThreadState *ts)
@@ -311,10 +332,8 @@ static void *maintain(void *arg)
         int new_codes = atomic_load(&sp.nclaimed) != sp.nheld;
         if (new_threads || new_codes) {
             PyEval_RestoreThread(saved);
-            if (new_codes) {
-                sp.nheld = atomic_load(&sp.nclaimed);
+            if (new_codes)
                 hold_new_codes();
-            }
             if (new_threads) {
                 sp.ntasks_seen = tasks;
                 scan_threads();
@@ -400,8 +419,11 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     if (rc < 0)
         return rc;
     for (uint32_t i = 0; i <= NCODES; i++) {
-        if (i < NCODES)
+        if (i < NCODES) {
             atomic_store(&sp.keys[i], NULL);
+            atomic_store(&sp.sizes[i], 0);
+            atomic_store(&sp.order[i], NCODES);
+        }
         sp.names[i] = NAME_NONE;
     }
     atomic_store(&sp.nclaimed, 0);
@@ -493,8 +515,10 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     if (!map || st_rec_fold_samples(&s->rec, map, NCODES + 1) < 0)
         s->stack_failed = 1;
     free(map);
-    for (uint32_t i = 0; i < NCODES; i++)
+    for (uint32_t i = 0; i < NCODES; i++) {
+        atomic_store(&sp.sizes[i], 0);
         Py_CLEAR(sp.held[i]);
+    }
     summarise(&s->stacks, &s->rec);
     for (uint32_t i = 0; i < sp.nthreads; i++)
         free(sp.threads[i]);

@@ -10,14 +10,14 @@
  * (1 + the timer's overruns). No lock, no allocation, no Python API. Labels are
  * made after the run.
  *
- * The maintenance thread (strata's own, a C thread) wakes every 10 ms: it refills
+ * The maintenance thread (strata's own, a C thread) wakes every 20 ms: it refills
  * the recorder's signal chunks (st_rec_maintain); when the code table has new
  * entries, or the process has threads it has not seen (/proc/self/task), it takes
  * the GIL, holds a reference to each new code object (so that its address cannot
  * be reused by another code object before the run ends and names it), and arms
  * the timers of new Python threads from the interpreter's thread list (their
  * kernel ids). So no hook runs in the program: threads started later are found
- * within about 10 ms, and a thread that starts and ends faster than that is not
+ * within about 20 ms, and a thread that starts and ends faster than that is not
  * sampled. On 3.12+ a code watcher names an entry's code when the code object is
  * destroyed before it was held (the window between a sample and the next
  * maintenance); on 3.11 that window is open, and such a frame may be named by
