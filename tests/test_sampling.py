@@ -329,3 +329,44 @@ def test_program_takes_the_sampling_signal(runner):
         res.describe()
     st = load_profile(runner.results())["stack_sampling"]
     assert st["samples"] > 10, st
+
+
+MANY = """
+    import threading, time
+
+    go = threading.Event()
+
+    def spin():
+        go.wait()
+        t0 = time.thread_time()
+        s = 0
+        while time.thread_time() - t0 < 0.05:
+            s += 1
+
+    threads = [threading.Thread(target=spin, name=f"w{i}") for i in range(64)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)  # the sampler finds new threads within 20 ms
+    go.set()
+    for t in threads:
+        t.join()
+    print("ok")
+"""
+
+
+def test_64_threads(runner):
+    """64 threads at 1 kHz of CPU time: every one is sampled, and each thread's
+    samples stand for about its 50 ms of CPU."""
+    runner.write("many.py", MANY)
+    res = runner.strata("--sample", "-f", "1000", "many.py")
+    assert res.returncode == 0 and res.stdout == "ok\n", res.describe()
+    prof = load_profile(runner.results())
+    per = {th["name"]: sum(samples_by_path(prof, th["index"]).values())
+           for th in prof["threads"] if th["name"].startswith("w")}
+    assert len(per) == 64, sorted(per)
+    sampled = [n for n, v in per.items() if v > 0]
+    assert len(sampled) == 64, per
+    # 50 ms of CPU at 1 kHz: 50 periods, less the one cut at the end, give or take
+    # what the thread spent outside spin()
+    assert all(35 <= v <= 55 for v in per.values()), per
+    assert prof["stack_sampling"]["lost"] == 0
