@@ -86,19 +86,79 @@ static uintptr_t word_at(const unsigned char *buf, size_t off)
     return v;
 }
 
+/* The thread's data-stack chunks, where the frames of running calls live (a
+ * generator's frame lives in the generator). The chunks linked from the thread
+ * state are mapped while the walk interrupts the thread (a chunk is unlinked before
+ * it is freed, by the thread itself), so a frame that lies inside one is read in
+ * place: one system call a frame saved. */
+#define MAX_SPANS 8
+typedef struct {
+    uintptr_t lo, hi;
+} span_t;
+
+static int chunk_spans(uintptr_t chunk, span_t *sp)
+{
+    int n = 0;
+    while (chunk && n < MAX_SPANS) {
+        _PyStackChunk h;
+        if ((chunk & 7) || rd(&h, chunk, offsetof(_PyStackChunk, data)) < 0 ||
+            h.size <= offsetof(_PyStackChunk, data) || h.size > ((size_t)1 << 30))
+            break;
+        sp[n].lo = chunk + offsetof(_PyStackChunk, data);
+        sp[n].hi = chunk + h.size;
+        n++;
+        chunk = (uintptr_t)h.previous;
+    }
+    return n;
+}
+
+/* Reads a frame header: in place inside a chunk, else through the kernel. */
+static int read_frame(unsigned char *buf, uintptr_t f, const span_t *sp, int nsp)
+{
+    for (int i = 0; i < nsp; i++)
+        if (f >= sp[i].lo && f + FRAME_READ <= sp[i].hi) {
+            memcpy(buf, (const void *)f, FRAME_READ);
+            return 0;
+        }
+    return rd(buf, f, FRAME_READ);
+}
+
+/* The thread state's words at `off` (its frame pointer or cframe) and at the chunk
+ * pointer, in one read when they are close. */
+#define TS_CHUNK offsetof(PyThreadState, datastack_chunk)
+
+static int read_ts(uintptr_t ts, uintptr_t *frame, uintptr_t *chunk)
+{
+    size_t lo = L.ts_frame < TS_CHUNK ? L.ts_frame : TS_CHUNK;
+    size_t hi = (L.ts_frame > TS_CHUNK ? L.ts_frame : TS_CHUNK) + sizeof(uintptr_t);
+    unsigned char buf[512];
+    if (hi - lo <= sizeof buf) {
+        if (rd(buf, ts + lo, hi - lo) < 0)
+            return -1;
+        memcpy(frame, buf + (L.ts_frame - lo), sizeof *frame);
+        memcpy(chunk, buf + (TS_CHUNK - lo), sizeof *chunk);
+        return 0;
+    }
+    return rd(frame, ts + L.ts_frame, sizeof *frame) < 0 || rd(chunk, ts + TS_CHUNK, sizeof *chunk) < 0
+               ? -1
+               : 0;
+}
+
 /* The walk; *shims counts the shim frames skipped. Returns frames or ST_EINVAL. */
 static int walk(uintptr_t ts, st_pyframe_t *out, int cap, int *shims, st_pyframes_known_fn known,
                 void *ctx)
 {
-    uintptr_t f;
-    if (rd(&f, ts + L.ts_frame, sizeof f) < 0)
+    uintptr_t f, chunk;
+    if (read_ts(ts, &f, &chunk) < 0)
         return ST_EINVAL;
     if (L.cframe && f && rd(&f, f + L.cf_current, sizeof f) < 0)
         return ST_EINVAL;
+    span_t sp[MAX_SPANS];
+    int nsp = f ? chunk_spans(chunk, sp) : 0;
     int n = 0;
     for (int hops = 0; f && n < cap; hops++) {
         unsigned char buf[FRAME_READ];
-        if (hops == MAX_HOPS || (f & 7) || rd(buf, f, sizeof buf) < 0)
+        if (hops == MAX_HOPS || (f & 7) || read_frame(buf, f, sp, nsp) < 0)
             return ST_EINVAL;
         int owner = (signed char)buf[L.fr_owner];
         uintptr_t prev = word_at(buf, L.fr_prev);
@@ -189,6 +249,7 @@ static const char *check_debug_offsets(void)
     if (d->ts_current_frame != L.ts_frame || d->fr_previous != L.fr_prev ||
         d->fr_executable != L.fr_code || d->fr_instr_ptr != L.fr_instr ||
         d->fr_owner != L.fr_owner || d->co_code_adaptive != L.co_adaptive ||
+        d->ts_datastack_chunk != TS_CHUNK ||
         d->ob_type != offsetof(PyObject, ob_type))
         return "the interpreter's debug offsets differ from the frame layout strata knows";
     return NULL;

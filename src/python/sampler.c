@@ -43,7 +43,7 @@ typedef struct {
     int slot;
     int named;                 /* threading named it */
     uint32_t seen;             /* the scan that last found it */
-    _Atomic uint64_t signals, periods, failed, empty, ticks;
+    _Atomic uint64_t signals, periods, failed, empty, cpu_ns;
 } sthread_t;
 
 static struct {
@@ -127,11 +127,22 @@ static intptr_t known_code(const void *code, void *ctx)
     return 0;
 }
 
+/* The calling thread's CPU time (clock_gettime is async-signal-safe). The
+ * handler's own cost is measured so: a wall clock would count whatever else the
+ * CPU did meanwhile (interrupts, a virtual machine's other guests). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void on_sample(void *ctx, void *ucontext, uint32_t periods)
 {
     (void)ucontext;
     sthread_t *t = ctx;
-    uint64_t t0 = st_clock_ticks();
+    uint64_t t0 = thread_cpu_ns();
     st_pyframe_t fr[ST_EV_MAX_FRAMES];
     uint32_t ids[ST_EV_MAX_FRAMES];
     atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
@@ -146,7 +157,7 @@ static void on_sample(void *ctx, void *ucontext, uint32_t periods)
             ids[i] = code_id(fr[i].code);
         st_rec_sample(t->th, ids, (uint32_t)n, sp.metric, periods);
     }
-    atomic_fetch_add_explicit(&t->ticks, st_clock_ticks() - t0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->cpu_ns, thread_cpu_ns() - t0, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -479,21 +490,21 @@ static void summarise(st_model_stacks_t *st, st_recorder_t *rec)
     st->freq = 1e9 / (double)sp.sig.period_ns;
     st->clock = sp.sig.clock == ST_SIGCLOCK_WALL ? "wall" : "cpu";
     st->threads = sp.nthreads;
-    uint64_t ticks = 0;
+    uint64_t cpu_ns = 0;
     for (uint32_t i = 0; i < sp.nthreads; i++) {
         sthread_t *t = sp.threads[i];
         st->signals += atomic_load(&t->signals);
         st->periods += atomic_load(&t->periods);
         st->unreadable += atomic_load(&t->failed);
         st->no_python += atomic_load(&t->empty);
-        ticks += atomic_load(&t->ticks);
+        cpu_ns += atomic_load(&t->cpu_ns);
     }
     st->lost = st_rec_samples_lost(rec);
     /* what the fold left on the roots: samples with no frame the filters keep */
     for (uint32_t i = 0; i < rec->nthreads; i++)
         st->left_out += st_mcols_u64(&rec->threads[i]->paths.cols, rec->m_samples)[0];
     st->unnamed = atomic_load(&sp.code_full);
-    st->self_cpu_s = ((double)ticks * st_clock_ns_per_tick() + (double)sp.maint_cpu_ns) * 1e-9;
+    st->self_cpu_s = (double)(cpu_ns + sp.maint_cpu_ns) * 1e-9;
     st->note = *sp.note ? sp.note : NULL;
 }
 
