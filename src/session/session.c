@@ -543,18 +543,20 @@ static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, c
 /* What stack sampling lost, and why: always said. */
 static void print_stack_notes(FILE *f, const st_model_stacks_t *st, int fold_failed)
 {
-    if (st->lost)
-        fprintf(f, "[strata] %llu stack samples were lost (the sample buffers were full: "
-                   "STRATA_TRACE_BUFFER_SIZE)\n",
-                (unsigned long long)st->lost);
-    if (st->unreadable)
-        fprintf(f, "[strata] %llu sampling periods found a Python stack that could not be read "
-                   "(a thread entering or leaving a call) and are not counted\n",
-                (unsigned long long)st->unreadable);
-    if (st->unnamed)
-        fprintf(f, "[strata] %llu sampled frames are <unknown>: more code objects than the "
-                   "sampler's table holds\n",
-                (unsigned long long)st->unnamed);
+    const struct {
+        uint64_t n;
+        const char *what;
+    } counts[] = {
+        {st->lost, "stack samples were lost (the sample buffers were full: "
+                   "STRATA_TRACE_BUFFER_SIZE)"},
+        {st->unreadable, "sampling periods found a Python stack that could not be read (a "
+                         "thread entering or leaving a call) and are not counted"},
+        {st->unnamed, "sampled frames are <unknown>: more code objects than the sampler's "
+                      "table holds"},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (counts[i].n)
+            fprintf(f, "[strata] %llu %s\n", (unsigned long long)counts[i].n, counts[i].what);
     if (st->left_out)
         fprintf(f, "[strata] %llu sampling periods (%.1f %%) fell only in code the filters leave "
                    "out (by default <module> and threading.py: STRATA_FUNCTION_EXCLUDE, "
