@@ -284,7 +284,8 @@ static int read_stacks(reader_t *r)
         } counts[] = {{"threads", &st->threads},       {"samples", &st->signals},
                       {"periods", &st->periods},       {"lost", &st->lost},
                       {"unreadable", &st->unreadable}, {"no_python", &st->no_python},
-                      {"unnamed_frames", &st->unnamed}, {"left_out", &st->left_out}};
+                      {"unnamed_frames", &st->unnamed}, {"left_out", &st->left_out},
+                      {"delayed", &st->delayed}};
         int rc = 1;
         for (size_t i = 0; i < sizeof counts / sizeof counts[0] && rc == 1; i++)
             if (strcmp(k, counts[i].name) == 0)

@@ -241,6 +241,7 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
         o->no_python = sat_add(o->no_python, x->no_python, sat);
         o->unnamed = sat_add(o->unnamed, x->unnamed, sat);
         o->left_out = sat_add(o->left_out, x->left_out, sat);
+        o->delayed = sat_add(o->delayed, x->delayed, sat);
         o->self_cpu_s += x->self_cpu_s;
         st_profile_sync(out);
     }

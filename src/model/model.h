@@ -45,6 +45,8 @@ typedef struct {
     uint64_t no_python;         /* periods when the thread ran no Python code */
     uint64_t unnamed;           /* frames whose code could not be named */
     uint64_t left_out;          /* periods whose every frame the filters leave out */
+    uint64_t delayed;           /* periods a thread kept the signal blocked for (not
+                                 * attributed: where it was is not known) */
     double self_cpu_s;          /* the sampler's own CPU (handlers and its thread) */
     const char *note;           /* what went wrong or changed while sampling, or NULL */
 } st_model_stacks_t;

@@ -284,12 +284,13 @@ static void write_stacks(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_printf(out,
                      ", \"threads\": %llu, \"samples\": %llu, \"periods\": %llu, "
                      "\"lost\": %llu, \"unreadable\": %llu, \"no_python\": %llu, "
-                     "\"unnamed_frames\": %llu, \"left_out\": %llu, \"sampler_cpu_s\": %.17g},\n",
+                     "\"unnamed_frames\": %llu, \"left_out\": %llu, \"delayed\": %llu, "
+                     "\"sampler_cpu_s\": %.17g},\n",
                      (unsigned long long)st->threads, (unsigned long long)st->signals,
                      (unsigned long long)st->periods, (unsigned long long)st->lost,
                      (unsigned long long)st->unreadable, (unsigned long long)st->no_python,
                      (unsigned long long)st->unnamed, (unsigned long long)st->left_out,
-                     json_number(st->self_cpu_s));
+                     (unsigned long long)st->delayed, json_number(st->self_cpu_s));
 }
 
 void st_json_write(st_strbuf_t *out, const st_model_t *m)

@@ -31,7 +31,7 @@
 #define NAME_UNKNOWN (ST_PATH_NONE - 2)
 
 #define MAINT_NS 20000000L         /* the maintenance thread's period */
-#define RESCAN_TICKS 50            /* threads looked for at least every second */
+#define RESCAN_TICKS 25            /* threads looked at every half second at least */
 #define MAX_THREADS ST_SIGTIMER_SLOTS
 
 /* One sampled thread. The handler reads `tstate`, `th` and writes the counters;
@@ -42,14 +42,17 @@ typedef struct {
     uint64_t tid;
     int slot;
     int named;                 /* threading named it */
+    int blocked;               /* found blocking the signal (said once) */
+    uint64_t signals_seen;     /* its signals at the last scan */
     uint32_t seen;             /* the scan that last found it */
-    _Atomic uint64_t signals, periods, failed, empty, cpu_ns;
+    _Atomic uint64_t signals, periods, failed, empty, delayed, cpu_ns;
 } sthread_t;
 
 static struct {
     st_sigsampler_t sig;
     st_recorder_t *rec;
     uint32_t metric;
+    uint32_t max_periods;         /* the most periods one signal stands for */
     /* the code table */
     _Atomic(const void *) keys[NCODES];
     PyObject *held[NCODES];       /* references to the entries' code objects */
@@ -147,6 +150,13 @@ static void on_sample(void *ctx, void *ucontext, uint32_t periods)
     uint32_t ids[ST_EV_MAX_FRAMES];
     atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->periods, periods, memory_order_relaxed);
+    /* More periods than the kernel's tick can let pass between two signals (a
+     * timer is checked at least 100 times a second): the thread blocked the signal
+     * meanwhile, and where it was then is not known. */
+    if (periods > sp.max_periods) {
+        atomic_fetch_add_explicit(&t->delayed, periods - sp.max_periods, memory_order_relaxed);
+        periods = sp.max_periods;
+    }
     int n = st_pyframes_walk_known(t->tstate, fr, ST_EV_MAX_FRAMES, known_code, NULL);
     if (n < 0) {
         atomic_fetch_add_explicit(&t->failed, periods, memory_order_relaxed);
@@ -267,6 +277,22 @@ static void name_thread(sthread_t *t, PyThreadState *ts)
         st_rec_thread_name(t->th, name);
 }
 
+/* 1 when thread `tid` blocks the sampling signal (its SigBlk in /proc). */
+static int blocks_signal(uint64_t tid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/self/task/%llu/status", (unsigned long long)tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    unsigned long long mask = 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "SigBlk: %llx", &mask) == 1;
+    fclose(f);
+    return found && sp.sig.signo <= 64 && (mask >> (sp.sig.signo - 1)) & 1;
+}
+
 /* Arms the timer of every Python thread not armed yet, and disarms those whose
  * thread state is gone. */
 static void scan_threads(void)
@@ -309,6 +335,14 @@ static void scan_threads(void)
             st_sigsampler_disarm(&sp.sig, t->slot);
             t->slot = -1;
         }
+        /* a thread that took no sample since the last scan may block the signal */
+        uint64_t n = atomic_load(&t->signals);
+        if (t->slot >= 0 && !t->blocked && n == t->signals_seen && blocks_signal(t->tid)) {
+            t->blocked = 1;
+            note("thread %s blocks signal %d: it is not sampled while it does",
+                 t->th ? t->th->name : "?", sp.sig.signo);
+        }
+        t->signals_seen = n;
     }
 }
 
@@ -443,6 +477,8 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     *sp.note = '\0';
     sp.rec = &s->rec;
     sp.metric = s->rec.m_samples;
+    /* the periods of two ticks of a 100 Hz kernel (the slowest), and some */
+    sp.max_periods = 4 + (uint32_t)(freq / 50.0);
     sp.ntasks_seen = count_tasks();
     scan_threads();
 #if PY_VERSION_HEX >= 0x030C0000
@@ -497,6 +533,7 @@ static void summarise(st_model_stacks_t *st, st_recorder_t *rec)
         st->periods += atomic_load(&t->periods);
         st->unreadable += atomic_load(&t->failed);
         st->no_python += atomic_load(&t->empty);
+        st->delayed += atomic_load(&t->delayed);
         cpu_ns += atomic_load(&t->cpu_ns);
     }
     st->lost = st_rec_samples_lost(rec);

@@ -553,6 +553,8 @@ static void print_stack_notes(FILE *f, const st_model_stacks_t *st, int fold_fai
                          "thread entering or leaving a call) and are not counted"},
         {st->unnamed, "sampled frames are <unknown>: more code objects than the sampler's "
                       "table holds"},
+        {st->delayed, "sampling periods passed while a thread blocked the signal and are not "
+                      "counted (where it was is not known)"},
     };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         if (counts[i].n)
