@@ -59,9 +59,10 @@
  *     library around dlopen/dlclose); st_unwind then uses frame pointers.
  *     Its memory pool takes a lock the same way (signals blocked) and grows
  *     with mmap, which is async-signal-safe.
- *   - Memory reads are validated (mincore, or a pipe write) when libunwind is
- *     built with conservative checks, as Debian's is; a stack smashed by the
- *     program itself can still mislead it into a wrong, but not faulting, walk.
+ *   - Memory reads are validated (mincore, then a pipe write) when libunwind is
+ *     built with conservative checks, as Debian's is: a garbage context or a
+ *     smashed stack gives a wrong or short walk, not a fault (tested with
+ *     random contexts); a build without those checks would fault there.
  *   - After a dlclose, unw_flush_cache must run (outside handlers) before the
  *     address range can be reused: st_unwind_libunwind_flush.
  * So with the global policy, warm-up per thread and in_loader, it is safe in a
