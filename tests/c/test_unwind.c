@@ -33,6 +33,15 @@ static st_unwind_thread_t self;
 static __thread st_unwind_thread_t *cur;
 static int have_libunwind, have_dw;
 
+/* ThreadSanitizer holds an asynchronous signal back until the thread calls into
+ * its runtime's interceptors, which a spinning thread never does, and runs the
+ * handler later with a stale context: no sampled case can run under it. */
+#if defined(__SANITIZE_THREAD__)
+static const int can_sample = 0;
+#else
+static const int can_sample = 1;
+#endif
+
 /* What the handler takes: one stack when chain_in_spin is set. */
 static volatile int sample_method;
 static uintptr_t sample_pcs[CAP];
@@ -215,17 +224,26 @@ static void test_dlclose(st_modules_t *mods, st_symbols_t *sym, st_symbols_t *el
     CHECK(st_modules_refresh(mods) == 0);
     uint32_t gen = mods->gen;
     int before = mods->count;
-    chain_in_spin = 0;
-    chain_done = 0;
-    sample_n = -100;
-    sample_method = ST_UNWIND_FP;
-    struct itimerval it = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
-    setitimer(ITIMER_PROF, &it, NULL);
-    outer(&chain_in_spin, &chain_done);
-    setitimer(ITIMER_PROF, &off, NULL);
-    int n = sample_n;
+    /* sampled in the library: inner, then outer; without sampling, the
+     * addresses of outer (the symbols' part of the case still runs) */
+    const char *want[2] = {"unwind_dso_inner", "unwind_dso_outer"};
     uintptr_t pcs[CAP];
-    memcpy(pcs, sample_pcs, sizeof pcs);
+    int n = 2;
+    if (can_sample) {
+        chain_in_spin = 0;
+        chain_done = 0;
+        sample_n = -100;
+        sample_method = ST_UNWIND_FP;
+        struct itimerval it = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_PROF, &it, NULL);
+        outer(&chain_in_spin, &chain_done);
+        setitimer(ITIMER_PROF, &off, NULL);
+        n = sample_n;
+        memcpy(pcs, sample_pcs, sizeof pcs);
+    } else {
+        pcs[0] = pcs[1] = (uintptr_t)outer + 1;
+        want[0] = want[1];
+    }
     CHECK(n >= 2);
     int at = n >= 1 ? st_modules_find(mods, pcs[0], gen) : -1;
     CHECK(at >= 0 && ends_with(mods->mods[at].path, "unwind_dso.so"));
@@ -245,12 +263,12 @@ static void test_dlclose(st_modules_t *mods, st_symbols_t *sym, st_symbols_t *el
     for (int k = 0; k < 2 && n >= 2; k++) {
         const st_symframe_t *f;
         CHECK(st_symbols_resolve(both[k], pcs[0], gen, &f) >= 1);
-        CHECK_STR(f[0].function, "unwind_dso_inner");
+        CHECK_STR(f[0].function, want[0]);
         CHECK(f[0].module && ends_with(f[0].module, "unwind_dso.so"));
         if (k == 0 && have_dw)
             CHECK(f[0].file && ends_with(f[0].file, "unwind_dso.c") && f[0].line > 0);
         CHECK(st_symbols_resolve(both[k], pcs[1], gen, &f) >= 1);
-        CHECK_STR(f[0].function, "unwind_dso_outer");
+        CHECK_STR(f[0].function, want[1]);
     }
     /* loaded again: a new entry, the old one kept */
     h = dlopen(UNWIND_DSO, RTLD_NOW | RTLD_LOCAL);
@@ -482,8 +500,12 @@ int main(void)
     sigaction(SIGPROF, &sa, NULL);
 
     test_symbols_basics(&mods, sym);
-    test_chains(sym, elf);
-    test_thread(sym);
+    if (can_sample) {
+        test_chains(sym, elf);
+        test_thread(sym);
+    } else {
+        printf("skipped: the sampled chains (ThreadSanitizer defers asynchronous signals)\n");
+    }
     test_dlclose(&mods, sym, elf);
     test_garbage();
     test_elf_files(&mods);
