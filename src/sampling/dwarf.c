@@ -21,7 +21,8 @@
     X(dwfl_standard_find_debuginfo) X(dwfl_offline_section_address) X(dwarf_getscopes) X(dwarf_getscopes_die) \
     X(dwarf_tag) X(dwarf_diename) X(dwarf_attr) X(dwarf_attr_integrate)              \
     X(dwarf_formstring) X(dwarf_formudata) X(dwarf_getsrcfiles) X(dwarf_filesrc)     \
-    X(elf_version)
+    X(dwfl_module_nextcu) X(dwarf_haspc) X(dwarf_getsrc_die) X(dwarf_linesrc)          \
+    X(dwarf_lineno) X(elf_version)
 
 static struct {
 #define ST_DW_FIELD(name) __typeof__(name) *name;
@@ -116,6 +117,18 @@ int st_dw_resolve(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)
         file = dw.dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
     Dwarf_Addr bias = 0;
     Dwarf_Die *cu = dw.dwfl_module_addrdie(f->mod, vaddr, &bias);
+    if (!cu) {
+        /* No .debug_aranges (clang does not write it by default), which libdw
+         * 0.188 needs for the lookup: the CU whose ranges hold the address. */
+        for (Dwarf_Die *c = NULL; (c = dw.dwfl_module_nextcu(f->mod, c, &bias));)
+            if (dw.dwarf_haspc(c, vaddr - bias) > 0) {
+                cu = c;
+                break;
+            }
+        Dwarf_Line *l = cu && !dl ? dw.dwarf_getsrc_die(cu, vaddr - bias) : NULL;
+        if (l && (file = dw.dwarf_linesrc(l, NULL, NULL)) && dw.dwarf_lineno(l, &line) != 0)
+            line = 0;
+    }
     Dwarf_Die *scopes = NULL, *chain = NULL;
     int nscopes = cu ? dw.dwarf_getscopes(cu, vaddr - bias, &scopes) : 0;
     /* The innermost function at the address, then (dwarf_getscopes_die: its

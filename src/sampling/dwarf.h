@@ -5,6 +5,9 @@
  * the file's own virtual addresses (address - load bias), which holds for a
  * library unloaded since, or loaded at several places. Debug information is
  * found as elfutils finds it (the file, .gnu_debuglink, /usr/lib/debug/.build-id).
+ * A file without .debug_aranges (clang's default), which libdw 0.188 needs to
+ * find an address's CU, is searched CU by CU (once per address: symbols.c
+ * caches).
  * Not thread-safe; never in a handler. */
 #ifndef STRATA_SAMPLING_DWARF_H
 #define STRATA_SAMPLING_DWARF_H
