@@ -9,7 +9,9 @@
  * (loaded = 0) with its last generation, and a library loaded again, or another
  * one at the same addresses, gets a new entry. Entries are never removed, so
  * indices stay valid. Refresh after each dlopen and dlclose (outside handlers);
- * a sampler that stores the generation current when each sample was taken lets
+ * a sampler that stores the generation current when each sample was taken
+ * (its handler reads a copy of m->gen that the sampler publishes atomically
+ * after each refresh: the map itself is not for handlers) lets
  * st_modules_find pick the right entry when ranges were reused:
  *   - with gen != 0: the entry whose range holds pc and that was listed in
  *     generation gen (first_gen <= gen <= last_gen);

@@ -39,7 +39,8 @@ typedef struct {
     const char *file;       /* source file, NULL when unknown */
     int line;               /* 0 when unknown */
     int inlined;            /* 1: inlined into the next frame of the same address */
-    const char *module;     /* the module's path, NULL outside every module */
+    const char *module;     /* the module's path (owned by the module map), NULL
+                               outside every module */
 } st_symframe_t;
 
 typedef struct st_symbols st_symbols_t;
