@@ -4,7 +4,11 @@ PYTHON  ?= python3
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 ASANVENV := .venv-asan
-DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-venv
+# libdw-dev and libunwind-dev: the headers of the native symboliser and unwinder
+# (src/sampling; the libraries are loaded with dlopen, and without the headers
+# those paths are compiled out).
+DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-venv \
+           libdw-dev libunwind-dev
 # debootstrap makes the Debian trixie root of the Python 3.13 leg (make test-py313).
 LEG_DEBS := debootstrap
 # Extra Debian packages installed into that root for tests that use them.
