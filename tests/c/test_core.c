@@ -233,6 +233,8 @@ static void test_flags_from_registry(void)
             value = "line";
         else if (i == ST_S_TRACE_FORMAT)
             value = "chrome";
+        else if (i == ST_S_SAMPLING_CLOCK)
+            value = "wall";
         else if (i == ST_S_OUTPUT_PATH)
             value = "/tmp/strata-test-out";
         for (int form = 0; form < 2; form++) {

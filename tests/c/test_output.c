@@ -481,18 +481,26 @@ static void test_metrics_v2(void)
     CHECK(st_callgrind_write(&b, &sampled) == 0);
     CONTAINS(&b, "events: Calls alloc_bytes allocs samples\nsummary: 2 4096 3 7\n");
     /* a table per count, bytes or samples metric: the node's own value and with
-     * everything under it */
+     * everything under it; a samples table gives both as percentages of all the
+     * samples (py-spy's %Own, %Total), and COUNT where calls were timed too */
     st_strbuf_reset(&b);
     CHECK(st_table_write_metric(&b, &m, samples) == 0);
     CHECK_STR(st_strbuf_cstr(&b),
-              "|-------------------------------------------------------------------------------|\n"
-              "|                                 STACK SAMPLES                                 |\n"
-              "|-------------------------------------------------------------------------------|\n"
-              "|    LABEL     | COUNT  | DEPTH  | METRIC  | UNITS   | SELF   | TOTAL  | % SELF |\n"
-              "|--------------|--------|--------|---------|---------|--------|--------|--------|\n"
-              "| |0>>> main   |      1 |      0 | samples | samples |      0 |      7 |    0.0 |\n"
-              "| |0>>> |_work |      1 |      1 | samples | samples |      7 |      7 |  100.0 |\n"
-              "|-------------------------------------------------------------------------------|\n");
+              "|---------------------------------------------------------------------|\n"
+              "|                            STACK SAMPLES                            |\n"
+              "|---------------------------------------------------------------------|\n"
+              "|    LABEL     | COUNT  | DEPTH  | SELF   | TOTAL  | % SELF | % TOTAL |\n"
+              "|--------------|--------|--------|--------|--------|--------|---------|\n"
+              "| |0>>> main   |      1 |      0 |      0 |      7 |    0.0 |   100.0 |\n"
+              "| |0>>> |_work |      1 |      1 |      7 |      7 |  100.0 |   100.0 |\n"
+              "|---------------------------------------------------------------------|\n");
+    st_strbuf_reset(&b);
+    CHECK(st_table_write_metric(&b, &sampled, samples) == 0); /* no timer: no COUNT */
+    CONTAINS(&b, "|    LABEL     | DEPTH  | SELF   | TOTAL  | % SELF | % TOTAL |\n");
+    CONTAINS(&b, "| |0>>> |_work |      1 |      7 |      7 |  100.0 |   100.0 |\n");
+    st_strbuf_reset(&b);
+    CHECK(st_table_write_metric(&b, &m, allocs) == 0); /* a count: as before */
+    CONTAINS(&b, "| COUNT  | DEPTH  | METRIC | UNITS  | SELF   | TOTAL  | % SELF |\n");
     st_strbuf_reset(&b);
     CHECK(st_table_write_metric(&b, &m, rss) == ST_EINVAL);
     CHECK(st_table_write_metric(&b, &m, ST_TIMER_WALL) == ST_EINVAL);
@@ -518,8 +526,8 @@ static void test_metrics_v2(void)
     dm.threads = &dth;
     st_strbuf_reset(&b);
     CHECK(st_table_write_metric(&b, &dm, samples) == 0);
-    CONTAINS(&b, "|_... 9 calls in 9 deeper nodes (folded) |      9 |    257 | samples | samples |"
-                 "      5 |      5 |  100.0 |\n");
+    CONTAINS(&b, "|_... 9 calls in 9 deeper nodes (folded) |      9 |    257 |      5 |      5 |"
+                 "  100.0 |   100.0 |\n");
     LACKS(&b, "|    258 |");
     st_pathtab_free(&deep);
     st_strbuf_free(&b);
