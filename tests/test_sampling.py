@@ -367,8 +367,10 @@ def test_64_threads(runner):
     sampled = [n for n, v in per.items() if v > 0]
     assert len(sampled) == 64, per
     # 50 ms of CPU at 1 kHz: 50 periods, less the one cut at the end, give or take
-    # what the thread spent outside spin()
-    assert all(35 <= v <= 55 for v in per.values()), per
+    # what the thread spent outside spin() (starting, ending) and a stack caught
+    # mid-change
+    odd = {n: v for n, v in per.items() if not 30 <= v <= 60}
+    assert not odd, (odd, prof["stack_sampling"])
     assert prof["stack_sampling"]["lost"] == 0
 
 
