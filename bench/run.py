@@ -34,6 +34,38 @@ Results: a markdown table on standard output, bench/results/latest.md and
 bench/results/latest.json; --update-docs also rewrites the results section of
 docs/performance.md.  This is a benchmark, not a test: nothing here fails
 because of a timing.
+
+Sampling mode (issue 11):
+
+    python bench/run.py --mode sample [--rates HZ[,HZ]] [--tools T[,T]] [-n N] ...
+
+compares stack samplers, each at every rate (default 100 and 1000 Hz), with the
+same workloads, rounds and medians:
+
+    plain      python script.py
+    floor@HZ   bench/runners/sample_floor.py: a timer on each thread's CPU clock
+               at HZ whose signal handler reads one clock (bench/floor/samplefloor.c):
+               what an in-process sampler pays just for being interrupted
+    strata@HZ  strata python --sample -f HZ -o TMP -- script.py
+    py-spy@HZ  py-spy record -r HZ -o FILE --format raw -- python script.py
+    austin@HZ  austin -i 1000000/HZ -o FILE python script.py
+
+py-spy and austin (austin-dist, pinned: see PEERS) come from PyPI into
+.venv-bench, as yappi does; one that cannot be installed or does not run is
+left out with its reason.  Per run: the CPU time of the whole child tree
+(RUSAGE_CHILDREN, as above) and, for py-spy and austin, which run the program as
+their own child and reap it, their own CPU: the profiler is waited for with
+waitid(WNOWAIT) and its /proc/PID/stat read while it is a zombie (utime + stime:
+its own threads, without the reaped program; clock ticks, 10 ms steps).  The
+program's CPU is the tree's minus the profiler's own.  strata samples inside the
+program: the program's CPU is the tree's, and profile.json's
+stack_sampling.sampler_cpu_s (the handlers' and the maintenance thread's time)
+is strata's own share of it.  Reported per workload and rate: the slowdown
+(program CPU / plain CPU), the sampler's own CPU, and the samples taken per
+second of the program's CPU (strata: stack_sampling.samples, and the timer
+periods they stand for; py-spy: the counts on its raw lines; austin: its
+sample lines).  Output: bench/results/sample-latest.{md,json}; --update-docs
+rewrites the "Stack sampling" results section of docs/performance.md.
 """
 
 import argparse
@@ -157,11 +189,11 @@ def interpreter_info(python):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def build_floor(tool, info):
-    """Compiles bench/floor/benchfloor.c for the interpreter into bench/build/<soabi>/."""
-    src = os.path.join(BENCH, "floor", "benchfloor.c")
+def build_floor(tool, info, module="benchfloor"):
+    """Compiles bench/floor/<module>.c for the interpreter into bench/build/<soabi>/."""
+    src = os.path.join(BENCH, "floor", module + ".c")
     out_dir = os.path.join(BUILD_DIR, info["soabi"])
-    target = os.path.join(out_dir, "benchfloor" + info["ext_suffix"])
+    target = os.path.join(out_dir, module + info["ext_suffix"])
     tool.ext_dir = out_dir
     if os.path.exists(target) and os.path.getmtime(target) >= os.path.getmtime(src):
         return
@@ -171,20 +203,20 @@ def build_floor(tool, info):
     if info["platinclude"] != info["include"]:
         cmd.append("-I" + info["platinclude"])
     cmd += [src, "-o", target]
-    log("bench: building the floor hook: " + " ".join(shlex.quote(c) for c in cmd))
+    what = "the floor hook" if module == "benchfloor" else "the sampling floor"
+    log(f"bench: building {what}: " + " ".join(shlex.quote(c) for c in cmd))
     rc, out = run_capture(cmd)
     if rc != 0:
-        tool.disable(f"building bench/floor/benchfloor.c failed: {last_line(out)}")
+        tool.disable(f"building bench/floor/{module}.c failed: {last_line(out)}")
 
 
 def venv_python(venv):
     return os.path.join(venv, "bin", "python")
 
 
-def setup_bench_venv(tool, info):
-    """Makes .venv-bench from the interpreter's base python and installs yappi into it;
-    yappi runs use the measured interpreter with .venv-bench's site-packages on
-    PYTHONPATH, so every configuration runs the very same executable and site setup."""
+def make_bench_venv(tool, info):
+    """Makes .venv-bench from the interpreter's base python (once); returns its python,
+    or None with the tool disabled."""
     py = venv_python(BENCH_VENV)
     if os.path.exists(py):
         rc, out = run_capture([py, "-c", "import sys; print(sys.version)"], env=clean_env())
@@ -195,7 +227,18 @@ def setup_bench_venv(tool, info):
         log(f"bench: creating {BENCH_VENV} from {info['base']}")
         rc, out = run_capture([info["base"], "-m", "venv", BENCH_VENV])
         if rc != 0:
-            return tool.disable(f"cannot create {BENCH_VENV}: {last_line(out)}")
+            tool.disable(f"cannot create {BENCH_VENV}: {last_line(out)}")
+            return None
+    return py
+
+
+def setup_bench_venv(tool, info):
+    """Makes .venv-bench and installs yappi into it; yappi runs use the measured
+    interpreter with .venv-bench's site-packages on PYTHONPATH, so every configuration
+    runs the very same executable and site setup."""
+    py = make_bench_venv(tool, info)
+    if py is None:
+        return
     check = "import yappi, sysconfig; print(sysconfig.get_paths()['purelib'])"
     rc, out = run_capture([py, "-c", check], env=clean_env())
     if rc != 0:
@@ -257,6 +300,8 @@ def strata_fingerprint(tool):
 def command(tool, python, script, outdir):
     """The command line that runs `script` under `tool` (a Tool or 'plain')."""
     name = tool if isinstance(tool, str) else tool.name
+    if getattr(tool, "hz", None):
+        return sample_command(tool, python, script, outdir)
     if name == "plain":
         return [python, script]
     if name == "floor":
@@ -276,11 +321,24 @@ def command(tool, python, script, outdir):
 # --------------------------------------------------------------------------- running
 
 class Run:
-    __slots__ = ("cpu", "wall", "rc", "stdout", "stderr", "timed_out")
+    __slots__ = ("cpu", "wall", "rc", "stdout", "stderr", "timed_out", "own")
 
 
-def timed_run(cmd, env, cwd, timeout):
-    """Runs one configuration; CPU time from getrusage(RUSAGE_CHILDREN) deltas."""
+def proc_cpu(pid):
+    """The CPU seconds of an exited, not yet reaped process's own threads, without its
+    reaped children's, from /proc/PID/stat (utime + stime: clock ticks, 10 ms steps)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_run(cmd, env, cwd, timeout, own_cpu=False):
+    """Runs one configuration; CPU time from getrusage(RUSAGE_CHILDREN) deltas.  With
+    own_cpu, also the child's own CPU without its reaped children's (Run.own): read
+    from /proc while it is a zombie (waitid with WNOWAIT), before it is reaped."""
     r = Run()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -298,8 +356,14 @@ def timed_run(cmd, env, cwd, timeout):
 
         timer = threading.Timer(timeout, kill)
         timer.start()
+        r.own = None
+        if own_cpu:
+            os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+            t1 = time.perf_counter()
+            r.own = proc_cpu(p.pid)
         p.wait()
-        t1 = time.perf_counter()
+        if not own_cpu:
+            t1 = time.perf_counter()
         timer.cancel()
         r.timed_out = bool(killed)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -341,7 +405,14 @@ def run_workload(name, tools, python, repeats, timeout, tmp_root, results, repro
             env = dict(base_env)
             if not isinstance(tool, str):
                 env.update(tool.env)
-            r = timed_run(cmd, env, outdir, timeout)
+            peer = getattr(tool, "peer", False)
+            r = timed_run(cmd, env, outdir, timeout, own_cpu=peer)
+            for _ in range(PEER_RETRIES if peer else 0):
+                if r.rc == 0 or r.timed_out:
+                    break
+                log(f"  {name:13s} {cfg} failed (exit status {r.rc}): {last_line(r.stderr)}; "
+                    "again")
+                r = timed_run(cmd, env, outdir, timeout, own_cpu=peer)
             label = "warm-up" if rnd == 0 else f"round {rnd}/{repeats}"
             log(f"  {name:13s} {label:12s} {cfg:9s} cpu {r.cpu:7.3f}s  wall {r.wall:7.3f}s"
                 + ("" if r.rc == 0 else f"  rc={r.rc}"))
@@ -359,8 +430,8 @@ def run_workload(name, tools, python, repeats, timeout, tmp_root, results, repro
                 continue
             if cfg == "plain" and reference is None:
                 reference = r.stdout
-            elif (check_stdout and reference is not None and r.stdout != reference
-                  and cfg not in notes):
+            elif (check_stdout and reference is not None
+                  and program_stdout(tool, r.stdout) != reference and cfg not in notes):
                 notes[cfg] = "its standard output differs from plain python's"
                 reproductions.append({"workload": name, "tool": cfg, "why": "stdout differs",
                                       "command": repro, "stdout": r.stdout[-1000:],
@@ -369,10 +440,16 @@ def run_workload(name, tools, python, repeats, timeout, tmp_root, results, repro
                 notes[cfg] = "it wrote no output folder"
                 reproductions.append({"workload": name, "tool": cfg, "why": notes[cfg],
                                       "command": repro})
+            extra = sample_extras(tool, r, outdir, strata_out) if getattr(tool, "hz", None) else {}
+            if extra.get("note") and cfg not in notes:
+                notes[cfg] = extra["note"]
             shutil.rmtree(outdir, ignore_errors=True)
             if rnd > 0:
                 samples[cfg]["cpu"].append(r.cpu)
                 samples[cfg]["wall"].append(r.wall)
+                for key, value in extra.items():  # None kept: lists stay paired by round
+                    if key != "note":
+                        samples[cfg].setdefault(key, []).append(value)
     results[name] = {"samples": samples, "failed": failed, "notes": notes}
 
 
@@ -585,9 +662,10 @@ def report(results, tools, machine, repeats, when, probes, reproductions, cmdlin
     return "\n".join(parts), cpu, wall
 
 
-def update_doc(section, version):
-    """Replaces the results section of docs/performance.md for this Python version."""
-    begin, end = doc_markers(version)
+def update_doc(section, version, markers=None):
+    """Replaces the results section of docs/performance.md for this Python version (or
+    the one between the given markers)."""
+    begin, end = markers or doc_markers(version)
     if not os.path.exists(DOC):
         raise SystemExit(f"bench: {DOC} does not exist")
     with open(DOC) as f:
@@ -599,6 +677,300 @@ def update_doc(section, version):
     with open(DOC, "w") as f:
         f.write(head + begin + "\n" + section.strip("\n") + "\n" + end + tail)
     log(f"bench: updated {os.path.relpath(DOC, ROOT)} (CPython {version})")
+
+
+# --------------------------------------------------------------------------- sampling mode
+
+SAMPLE_TOOLS = ["floor", "strata", "py-spy", "austin"]
+SAMPLE_RATES = [100, 1000]
+# py-spy fails at random on a program that ends before it attaches (start-up) and
+# austin at random with "discover it automatically" (exit status 32): runs again
+PEER_RETRIES = 2
+# name -> (requirement, binary).  austin-dist 4.0's binary needs glibc 2.38 (Debian 12
+# has 2.36); 3.7.0's is manylinux2010.
+PEERS = {"py-spy": ("py-spy", "py-spy"), "austin": ("austin-dist==3.7.0", "austin")}
+# issue 11: strata --sample's slowdown (CPU time, every workload) at each rate
+SAMPLE_TARGETS = {100: 1.01, 1000: 1.03}
+
+
+def sample_tools(names, rates):
+    """One Tool per (tool, rate): floor@100, strata@100, py-spy@100, ..."""
+    tools = []
+    for base in names:
+        for hz in rates:
+            t = Tool(f"{base}@{hz}")
+            t.base, t.hz, t.peer = base, hz, base in PEERS
+            tools.append(t)
+    return tools
+
+
+def setup_peer(tool, info):
+    """py-spy or austin from PyPI into .venv-bench (pip); their binaries land in its bin/."""
+    requirement, binary = PEERS[tool.base]
+    py = make_bench_venv(tool, info)
+    if py is None:
+        return
+    exe = os.path.join(BENCH_VENV, "bin", binary)
+    pinned = requirement.partition("==")[2]
+    rc, out = run_capture([exe, "--version"], env=clean_env(), timeout=60)
+    if not os.path.exists(exe) or (pinned and (rc != 0 or not out.strip().endswith(pinned))):
+        log(f"bench: installing {requirement} into {BENCH_VENV}")
+        rc, out = run_capture([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                               requirement], env=clean_env())
+        if rc != 0:
+            return tool.disable(f"pip install {requirement} failed: {last_line(out)}")
+        if not os.path.exists(exe):
+            return tool.disable(f"pip install {requirement} gave no {exe}")
+    tool.exe = exe
+    rc, out = run_capture([exe, "--version"], env=clean_env(), timeout=60)
+    tool.version = last_line(out).split()[-1] if rc == 0 else ""
+
+
+def setup_sample_tool(tool, info, strata, python):
+    if tool.base == "floor":
+        build_floor(tool, info, "samplefloor")
+    elif tool.base == "strata":
+        setup_strata(tool, strata, python)
+    else:
+        setup_peer(tool, info)
+
+
+def sample_command(tool, python, script, outdir):
+    """The command line of a sampling configuration (its output under outdir's folder)."""
+    hz = tool.hz
+    if tool.base == "floor":
+        return [python, os.path.join(RUNNERS, "sample_floor.py"), tool.ext_dir, str(hz), script]
+    if tool.base == "strata":
+        return [tool.strata, "python", "--sample", "-f", str(hz), "-o", outdir, "--", script]
+    out = os.path.join(os.path.dirname(outdir), "samples.txt")
+    if tool.base == "py-spy":
+        return [tool.exe, "record", "-r", str(hz), "-o", out, "--format", "raw", "--",
+                python, script]
+    if tool.base == "austin":
+        return [tool.exe, "-i", str(1000000 // hz), "-o", out, python, script]
+    raise ValueError(tool.name)
+
+
+def count_samples(tool, path):
+    """Samples in a peer's output: py-spy's raw lines end with a count; every austin
+    line that is not a # comment is one sample (of one thread)."""
+    taken = 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if tool.base == "py-spy":
+                taken += int(line.split()[-1])  # an empty stack is a line of its count
+            else:
+                taken += 1
+    return taken
+
+
+def program_stdout(tool, stdout):
+    """The program's standard output: py-spy writes its own lines ("py-spy> ...", with a
+    blank line after the first and before the second) into it."""
+    if getattr(tool, "base", None) != "py-spy":
+        return stdout
+    lines = [ln for ln in stdout.splitlines(keepends=True) if not ln.startswith("py-spy> ")]
+    if lines and lines[0] == "\n":
+        lines.pop(0)
+    if lines and lines[-1] == "\n":
+        lines.pop()
+    return "".join(lines)
+
+
+def sample_extras(tool, r, outdir, strata_out):
+    """What a sampling run measured besides its CPU time: the program's own CPU
+    ('prog'), the sampler's own CPU ('own'), and the samples it took ('taken'; strata:
+    also 'periods', the timer periods they stand for)."""
+    if r.rc != 0 or r.timed_out:
+        return {}
+    if tool.base == "floor":
+        return {"prog": r.cpu}
+    if tool.base == "strata":
+        path = os.path.join(strata_out, "profile.json")
+        try:
+            with open(path) as f:
+                st = json.load(f)["stack_sampling"]
+        except (OSError, ValueError, KeyError) as exc:
+            return {"prog": r.cpu, "note": f"no stack_sampling in its profile.json ({exc})"}
+        return {"prog": r.cpu, "own": st["sampler_cpu_s"], "taken": st["samples"],
+                "periods": st["periods"]}
+    extra = {"own": r.own, "prog": None if r.own is None else r.cpu - r.own}
+    try:
+        extra["taken"] = count_samples(tool, os.path.join(outdir, "samples.txt"))
+    except (OSError, ValueError, IndexError) as exc:
+        extra["note"] = f"its samples could not be read ({exc})"
+    return extra
+
+
+def fmt_pct(factor):
+    text = f"{(factor - 1) * 100:+.1f} %"
+    return "+0.0 %" if text == "-0.0 %" else text
+
+
+def paired_median(xs, ys, ratio=True):
+    """The median over rounds of xs[i] / ys[i] (or xs[i] alone), rounds with a value."""
+    vals = [x / y if ratio else x for x, y in zip(xs, ys) if x is not None and y]
+    return median(vals)
+
+
+def sample_summary(results, tools):
+    """Per workload: plain's median CPU; per configuration the medians of the program's
+    CPU, its slowdown (the median over rounds of program CPU / plain's CPU in the same
+    round: a round's configurations run back to back, so a slower machine in one round
+    slows them all), the sampler's own CPU, samples per second of the program's CPU."""
+    summary = {}
+    for name, res in results.items():
+        plain = median(res["samples"]["plain"]["cpu"])
+        row = {"plain": plain, "tools": {}}
+        for t in tools:
+            s = res["samples"].get(t.name, {})
+            if not t.available:
+                row["tools"][t.name] = {"na": t.reason}
+            elif t.name in res["failed"]:
+                row["tools"][t.name] = {"na": "failed: " + res["failed"][t.name]}
+            elif plain is None or paired_median(s.get("prog", []), s.get("prog", []),
+                                                False) is None:
+                row["tools"][t.name] = {"na": "not measured"}
+            else:
+                prog = s["prog"]
+                c = {"prog": paired_median(prog, prog, False),
+                     "slowdown": paired_median(prog, res["samples"]["plain"]["cpu"]),
+                     "total": median(s["cpu"]), "runs": len(prog)}
+                for key, out in (("own", "own"), ("taken", "rate"), ("periods", "period_rate")):
+                    if not s.get(key):
+                        continue
+                    c[out] = (paired_median(s[key], prog, False) if key == "own"
+                              else paired_median(s[key], prog))
+                if t.name in res["notes"]:
+                    c["note"] = res["notes"][t.name]
+                row["tools"][t.name] = c
+        summary[name] = row
+    return summary
+
+
+def sample_table(summary, tools, rates):
+    """One row per workload and rate; per tool its slowdown, its own CPU, its samples
+    per second of the program's CPU."""
+    bases = [b for b in SAMPLE_TOOLS if any(t.base == b for t in tools)]
+    head = ["workload", "Hz", "plain CPU"]
+    for b in bases:
+        head.append(f"{b} slowdown")
+        if b != "floor":
+            head += [f"{b} own CPU", f"{b} samples/s"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    footnotes = {}
+
+    def note(text):
+        return f"[{footnotes.setdefault(text, len(footnotes) + 1)}]"
+
+    for name, row in summary.items():
+        for hz in rates:
+            cells = [WORKLOADS[name][1], str(hz), fmt_s(row["plain"])]
+            for b in bases:
+                c = row["tools"].get(f"{b}@{hz}")
+                width = 1 if b == "floor" else 3
+                if c is None:
+                    cells += ["—"] * width
+                    continue
+                if "na" in c:
+                    cells += ["n/a " + note(f"{b}@{hz}: {c['na']}")] + ["n/a"] * (width - 1)
+                    continue
+                text = fmt_pct(c["slowdown"])
+                if "note" in c:
+                    text += " " + note(f"{b}@{hz}: {c['note']}")
+                cells.append(text)
+                if b == "floor":
+                    continue
+                cells.append(fmt_s(c.get("own")) if "own" in c else "n/a")
+                rate = f"{c['rate']:.0f}" if "rate" in c else "n/a"
+                if "period_rate" in c:
+                    rate += f" ({c['period_rate']:.0f})"
+                cells.append(rate)
+            lines.append("| " + " | ".join(cells) + " |")
+    if footnotes:
+        lines.append("")
+        lines += [f"[{k}] {text}  " for text, k in footnotes.items()]
+    return "\n".join(lines)
+
+
+def sample_targets_text(summary, results, rates):
+    out = ["Targets (issue 11): strata --sample's slowdown, CPU time, every workload:", ""]
+    for hz in rates:
+        limit = SAMPLE_TARGETS.get(hz)
+        if limit is None:
+            continue
+        cells = []
+        for name, row in summary.items():
+            c = row["tools"].get(f"strata@{hz}", {})
+            if "slowdown" not in c:
+                cells.append(f"{name} not measured")
+                continue
+            ok = "met" if c["slowdown"] <= limit else "NOT met"
+            cells.append(f"{name} {fmt_pct(c['slowdown'])} ({ok})")
+        out.append(f"- ≤ {(limit - 1) * 100:.0f} % at {hz} Hz: " + "; ".join(cells))
+        cfg = f"strata@{hz}"
+        if "prog" not in summary.get("startup", {}).get("tools", {}).get(cfg, {}):
+            continue
+        # strata's fixed cost (start-up, writing the profile): the start-up row's added
+        # CPU, paired by round as the slowdowns are
+        start = results["startup"]["samples"]
+        fixed = paired_median([p - q if p is not None else None
+                               for p, q in zip(start[cfg]["prog"], start["plain"]["cpu"])],
+                              start["plain"]["cpu"], False)
+        cells = []
+        for name, row in summary.items():
+            if name == "startup" or "prog" not in row["tools"].get(cfg, {}):
+                continue
+            runs = results[name]["samples"]
+            slow = paired_median([p - fixed if p is not None else None
+                                  for p in runs[cfg]["prog"]], runs["plain"]["cpu"])
+            if slow is not None:
+                cells.append(f"{name} {fmt_pct(slow)} ({'met' if slow <= limit else 'NOT met'})")
+        out.append(f"  - strata's fixed cost ({fixed * 1000:.0f} ms of CPU, the start-up row's) "
+                   "taken out: " + "; ".join(cells))
+    return "\n".join(out)
+
+
+def sample_report(results, tools, machine, repeats, when, rates, reproductions, cmdline,
+                  skipped):
+    summary = sample_summary(results, tools)
+    versions = ", ".join(sorted({f"{t.base} {t.version}" for t in tools if t.version}))
+    parts = [
+        f"- Date: {when}",
+        f"- Machine: {machine['cpu_model']}, {machine['nproc']} CPUs (nproc), "
+        f"Linux {machine['kernel']}; 1-minute load average {machine['load_before']:.2f} at "
+        f"the start, {machine['load_after']:.2f} at the end",
+        f"- Python: CPython {machine['python_full']}",
+        f"- Tools: {versions or 'none'}",
+        f"- Runs: median of {repeats} timed runs per configuration after one warm-up round, "
+        f"round-robin in a shuffled order; command `{cmdline}`",
+        "",
+        "Slowdown: the program's CPU time (user + sys) under the tool over plain python's "
+        "in the same round, minus 1 (the median over rounds). Own CPU: the sampler's own "
+        "CPU time: strata's in-process cost (profile.json stack_sampling.sampler_cpu_s, "
+        "already inside the program's CPU); "
+        "py-spy's and austin's process (outside the program: the program's CPU is the "
+        "child tree's minus it). Samples/s: samples taken per second of the program's CPU "
+        "(strata: in parentheses, the timer periods they stand for).",
+        "",
+        sample_table(summary, tools, rates),
+        "",
+        sample_targets_text(summary, results, rates),
+    ]
+    for t in tools:
+        if t.base == "strata" and t.available and strata_fingerprint(t) != t.fingerprint:
+            parts += ["", "**Warning: strata was rebuilt or reinstalled during this run.**"]
+    if skipped:
+        parts += ["", "Skipped: " + "; ".join(skipped) + "."]
+    if reproductions:
+        parts += ["", "Problems seen (reproduce from the repository root):", ""]
+        parts += [f"- {r['workload']} under {r['tool']}: {r['why']}: `{r['command']}`"
+                  for r in reproductions]
+    return "\n".join(parts), summary
 
 
 # --------------------------------------------------------------------------- main
@@ -624,18 +996,18 @@ def resolve_workloads(names):
     return chosen
 
 
-def resolve_tools(names):
+def resolve_tools(names, known=TOOLS):
     if not names:
-        return list(TOOLS)
-    lower = {t.lower(): t for t in TOOLS}
+        return list(known)
+    lower = {t.lower(): t for t in known}
     chosen = []
     for n in names:
         if n.lower() == "plain":
             continue
         if n.lower() not in lower:
-            raise SystemExit(f"bench: unknown tool {n!r}; choose from " + ", ".join(TOOLS))
+            raise SystemExit(f"bench: unknown tool {n!r}; choose from " + ", ".join(known))
         chosen.append(lower[n.lower()])
-    return [t for t in TOOLS if t in chosen]
+    return [t for t in known if t in chosen]
 
 
 def main(argv=None):
@@ -656,6 +1028,11 @@ def main(argv=None):
     ap.add_argument("--before", metavar="STRATA",
                     help="also run another build's strata command (in its own venv), e.g. "
                          "the previous commit's, and compare strata's added time with it")
+    ap.add_argument("--mode", choices=["overhead", "sample"], default="overhead",
+                    help="overhead (default): the deterministic profilers; sample: stack "
+                         "samplers (floor, strata --sample, py-spy, austin) at --rates")
+    ap.add_argument("--rates", metavar="HZ[,HZ]",
+                    help="sampling rates for --mode sample (default 100,1000)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds allowed per run")
     ap.add_argument("--update-docs", action="store_true",
                     help="rewrite the results section of docs/performance.md")
@@ -678,11 +1055,22 @@ def main(argv=None):
     log(f"bench: interpreter {python}: {' '.join(interp['version'].split())}")
 
     workloads = resolve_workloads(split_list(args.only))
-    tools = [Tool(n) for n in resolve_tools(split_list(args.tools))]
+    sampling = args.mode == "sample"
+    if sampling:
+        if args.before:
+            ap.error("--before is for the overhead mode")
+        rates = [int(x) for x in split_list([args.rates])] if args.rates else SAMPLE_RATES
+        if not rates or min(rates) < 1:
+            ap.error("--rates: positive numbers of samples a second")
+        tools = sample_tools(resolve_tools(split_list(args.tools), SAMPLE_TOOLS), rates)
+    else:
+        tools = [Tool(n) for n in resolve_tools(split_list(args.tools))]
     if args.before:
         tools.append(Tool("before"))
     for t in tools:
-        if t.name == "floor":
+        if sampling:
+            setup_sample_tool(t, interp, strata, python)
+        elif t.name == "floor":
             build_floor(t, interp)
         elif t.name in ("strata", "excluded"):
             setup_strata(t, strata, python)
@@ -700,6 +1088,10 @@ def main(argv=None):
         probe = os.path.join(RUNNERS, "probe.py")
         for cfg in ["plain"] + [t for t in tools if t.available]:
             name = cfg if isinstance(cfg, str) else cfg.name
+            if getattr(cfg, "peer", False):
+                # py-spy and austin run the very python given them, and fail at random on
+                # a process as short as the probe (it ends before they attach)
+                continue
             outdir = tempfile.mkdtemp(dir=tmp_root)
             env = clean_env()
             if not isinstance(cfg, str):
@@ -748,6 +1140,10 @@ def main(argv=None):
     exe = os.path.relpath(sys.executable, ROOT)
     cmdline = ("python" if exe.startswith("..") else exe) + " bench/run.py" + "".join(" " + shlex.quote(a) for a in (
         argv if argv is not None else sys.argv[1:]) if a != "--update-docs")
+    version = "%d.%d" % (interp["hexversion"] >> 24, (interp["hexversion"] >> 16) & 0xff)
+    if sampling:
+        return finish_sampling(results, tools, machine, repeats, when, rates, reproductions,
+                               cmdline, skipped, probes, elapsed, version, args.update_docs)
     text, cpu, wall = report(results, tools, machine, repeats, when, probes, reproductions,
                              cmdline, skipped)
     print(text)
@@ -767,8 +1163,33 @@ def main(argv=None):
                    "problems": reproductions}, f, indent=1)
     log(f"bench: wrote {os.path.relpath(RESULTS_DIR, ROOT)}/latest.md and latest.json")
     if args.update_docs:
-        version = "%d.%d" % (interp["hexversion"] >> 24, (interp["hexversion"] >> 16) & 0xff)
         update_doc(f"### Latest results: CPython {version}\n\n{text}\n", version)
+    return 0
+
+
+def finish_sampling(results, tools, machine, repeats, when, rates, reproductions, cmdline,
+                    skipped, probes, elapsed, version, update_docs):
+    """--mode sample's output: the table on standard output, bench/results/sample-latest.md
+    and .json, and with --update-docs its section of docs/performance.md."""
+    text, summary = sample_report(results, tools, machine, repeats, when, rates,
+                                  reproductions, cmdline, skipped)
+    print(text)
+    log(f"bench: measured in {elapsed:.0f} s")
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    with open(os.path.join(RESULTS_DIR, "sample-latest.md"), "w") as f:
+        f.write(f"# strata sampling benchmark, {when}\n\n{text}\n")
+    with open(os.path.join(RESULTS_DIR, "sample-latest.json"), "w") as f:
+        json.dump({"when": when, "machine": machine, "repeats": repeats, "rates": rates,
+                   "command": cmdline, "probes": probes, "elapsed_s": elapsed,
+                   "tools": {t.name: {"available": t.available, "reason": t.reason,
+                                      "version": t.version} for t in tools},
+                   "results": results, "summary": summary, "problems": reproductions},
+                  f, indent=1)
+    log(f"bench: wrote {os.path.relpath(RESULTS_DIR, ROOT)}/sample-latest.md and .json")
+    if update_docs:
+        update_doc(f"#### Latest results: CPython {version}\n\n{text}\n", version,
+                   (f"<!-- bench-sampling-{version}:begin (written by bench/run.py --mode sample "
+                    "--update-docs) -->", f"<!-- bench-sampling-{version}:end -->"))
     return 0
 
 
