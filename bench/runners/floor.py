@@ -10,8 +10,9 @@ no imports beyond what start-up has loaded) so that what it adds to plain
 python is the hook alone.
 """
 
-import os
 import sys
+
+from _as_main import run_as_main
 
 
 def main():
@@ -19,19 +20,7 @@ def main():
     sys.path.insert(0, ext_dir)
     import benchfloor
     del sys.path[0]
-
-    with open(script, "rb") as f:
-        code = compile(f.read(), script, "exec")
-    sys.argv = sys.argv[2:]
-    sys.path[0] = os.path.dirname(os.path.abspath(script))
-    module = type(sys)("__main__")
-    module.__file__ = script
-    sys.modules["__main__"] = module
-    benchfloor.install()
-    try:
-        exec(code, module.__dict__)
-    finally:
-        benchfloor.uninstall()
+    run_as_main(script, sys.argv[2:], benchfloor.install, benchfloor.uninstall)
 
 
 main()

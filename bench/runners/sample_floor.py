@@ -12,6 +12,8 @@ to plain python is the timer signals alone.
 import os
 import sys
 
+from _as_main import run_as_main
+
 
 def main():
     ext_dir, hz, script = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -19,20 +21,12 @@ def main():
     import samplefloor
     del sys.path[0]
 
-    with open(script, "rb") as f:
-        code = compile(f.read(), script, "exec")
-    sys.argv = sys.argv[3:]
-    sys.path[0] = os.path.dirname(os.path.abspath(script))
-    module = type(sys)("__main__")
-    module.__file__ = script
-    sys.modules["__main__"] = module
-    samplefloor.install(hz)
-    try:
-        exec(code, module.__dict__)
-    finally:
+    def uninstall():
         samplefloor.uninstall()
         if os.environ.get("SAMPLEFLOOR_REPORT"):
             sys.stderr.write(f"samplefloor: {samplefloor.signals()} signals\n")
+
+    run_as_main(script, sys.argv[3:], lambda: samplefloor.install(hz), uninstall)
 
 
 main()
