@@ -25,10 +25,12 @@
 #define CODE_PROBES 64
 #define CODE_UNKNOWN NCODES        /* the id of a frame whose code found no entry */
 #define TOMB ((const void *)1)     /* an entry whose code died before it was held */
-/* names[] of an entry not held: not named yet, left out, or not a code object */
-#define NAME_NONE ST_PATH_NONE
-#define NAME_LEFT_OUT (ST_PATH_NONE - 1)
-#define NAME_UNKNOWN (ST_PATH_NONE - 2)
+/* names[] of an entry not held: not named yet (0: the tables start zeroed, and
+ * touching 2 MB of them at each start costs page faults), left out, not a code
+ * object, or its label + 1 */
+#define NAME_NONE 0u
+#define NAME_LEFT_OUT UINT32_MAX
+#define NAME_UNKNOWN (UINT32_MAX - 1)
 
 #define MAINT_NS 20000000L         /* the maintenance thread's period */
 #define RESCAN_TICKS 25            /* threads looked at every half second at least */
@@ -58,9 +60,9 @@ static struct {
     PyObject *held[NCODES];       /* references to the entries' code objects */
     _Atomic intptr_t sizes[NCODES]; /* a held code's size (code units): the walker
                                    * trusts a held code without reading it */
-    _Atomic uint32_t order[NCODES]; /* entries in the order claimed (NCODES: not
-                                   * written yet), so maintenance visits new ones only */
-    uint32_t names[NCODES + 1];   /* labels of entries named before they were held */
+    _Atomic uint32_t order[NCODES]; /* entry + 1 in the order claimed (0: not written
+                                   * yet), so only the claimed entries are visited */
+    uint32_t names[NCODES];       /* entries named before they were held (NAME_*) */
     _Atomic uint32_t nclaimed;    /* entries claimed (handlers) */
     uint32_t nheld;               /* entries looked at by maintenance */
     _Atomic uint64_t code_full;   /* frames whose code found no entry */
@@ -104,7 +106,7 @@ static uint32_t code_id(const void *code)
         if (k == NULL) {
             if (atomic_compare_exchange_strong(&sp.keys[h], &k, code)) {
                 uint32_t at = atomic_fetch_add(&sp.nclaimed, 1);
-                atomic_store_explicit(&sp.order[at], h, memory_order_release);
+                atomic_store_explicit(&sp.order[at], h + 1, memory_order_release);
                 return h;
             }
             if (k == code)
@@ -182,7 +184,7 @@ static void hold_new_codes(void)
         n = NCODES;
     for (; sp.nheld < n; sp.nheld++) {
         uint32_t i = atomic_load_explicit(&sp.order[sp.nheld], memory_order_acquire);
-        if (i >= NCODES)
+        if (i-- == 0)
             break; /* claimed, its index not written yet: next time */
         if (sp.held[i] || sp.names[i] != NAME_NONE)
             continue;
@@ -235,8 +237,7 @@ static int on_code_event(PyCodeEvent event, PyCodeObject *co)
                 PyObject *et, *ev, *tb;
                 PyErr_Fetch(&et, &ev, &tb);
                 uint32_t label = label_of(co);
-                sp.names[h] = label == ST_PATH_NONE || label >= NAME_UNKNOWN ? NAME_LEFT_OUT
-                                                                             : label;
+                sp.names[h] = label >= NAME_UNKNOWN - 1 ? NAME_LEFT_OUT : label + 1;
                 PyErr_Restore(et, ev, tb);
                 atomic_store(&sp.keys[h], TOMB);
             }
@@ -470,17 +471,8 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
                                    (uint64_t)(1e9 / freq), on_sample, msg);
     if (rc < 0)
         return rc;
-    for (uint32_t i = 0; i <= NCODES; i++) {
-        if (i < NCODES) {
-            atomic_store(&sp.keys[i], NULL);
-            atomic_store(&sp.sizes[i], 0);
-            atomic_store(&sp.order[i], NCODES);
-        }
-        sp.names[i] = NAME_NONE;
-    }
-    atomic_store(&sp.nclaimed, 0);
+    /* the code table is empty: never used, or emptied by the last run's stop */
     atomic_store(&sp.code_full, 0);
-    sp.nheld = 0;
     *sp.note = '\0';
     sp.rec = &s->rec;
     sp.metric = s->rec.m_samples;
@@ -502,28 +494,54 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     return 0;
 }
 
-/* Names every entry of the code table; entries left out by the filters, and
- * entries with no code, map to ST_PATH_NONE or "<unknown>". */
+/* The claimed entries, in the order claimed (after the handlers are drained):
+ * entry `i`'s index. */
+static uint32_t claimed(uint32_t i)
+{
+    return atomic_load(&sp.order[i]) - 1;
+}
+
+/* The label of every claimed entry (the only ids samples hold); entries left out
+ * by the filters map to ST_PATH_NONE, entries with no code to "<unknown>". The
+ * map is calloc'd: the pages of ids never claimed are never touched. */
 static uint32_t *code_labels(void)
 {
-    uint32_t *map = malloc((NCODES + 1) * sizeof *map);
+    uint32_t *map = calloc(NCODES + 1, sizeof *map);
     if (!map)
         return NULL;
     uint32_t unknown = ST_PATH_NONE;
     st_intern_id(&st_py.session.labels, "<unknown>", 9, &unknown);
-    for (uint32_t i = 0; i < NCODES; i++) {
+    uint32_t n = atomic_load(&sp.nclaimed);
+    for (uint32_t k = 0; k < n && k < NCODES; k++) {
+        uint32_t i = claimed(k);
         if (sp.held[i])
             map[i] = label_of((PyCodeObject *)sp.held[i]);
         else if (sp.names[i] == NAME_LEFT_OUT)
             map[i] = ST_PATH_NONE; /* named by the watcher: left out */
-        else if (sp.names[i] < NAME_UNKNOWN)
-            map[i] = sp.names[i]; /* named by the watcher */
+        else if (sp.names[i] != NAME_NONE && sp.names[i] != NAME_UNKNOWN)
+            map[i] = sp.names[i] - 1; /* named by the watcher */
         else
-            map[i] = unknown; /* no entry, or code that died unheld (3.11) */
+            map[i] = unknown; /* code that died unheld (3.11) */
     }
     map[CODE_UNKNOWN] = unknown;
     PyErr_Clear();
     return map;
+}
+
+/* Empties the code table for a later run: only the claimed entries were written. */
+static void clear_codes(void)
+{
+    uint32_t n = atomic_load(&sp.nclaimed);
+    for (uint32_t k = 0; k < n && k < NCODES; k++) {
+        uint32_t i = claimed(k);
+        atomic_store(&sp.keys[i], NULL);
+        atomic_store(&sp.sizes[i], 0);
+        atomic_store(&sp.order[k], 0);
+        sp.names[i] = NAME_NONE;
+        Py_CLEAR(sp.held[i]);
+    }
+    atomic_store(&sp.nclaimed, 0);
+    sp.nheld = 0;
 }
 
 /* What the sampler did, for the model (after the handlers are drained). */
@@ -570,10 +588,7 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     if (!map || st_rec_fold_samples(&s->rec, map, NCODES + 1) < 0)
         s->stack_failed = 1;
     free(map);
-    for (uint32_t i = 0; i < NCODES; i++) {
-        atomic_store(&sp.sizes[i], 0);
-        Py_CLEAR(sp.held[i]);
-    }
+    clear_codes();
     summarise(&s->stacks, &s->rec);
     for (uint32_t i = 0; i < sp.nthreads; i++)
         free(sp.threads[i]);

@@ -85,7 +85,8 @@ typedef struct {
     int installed;
 } st_sigsampler_t;
 
-/* Installs the handler on `signo` (0: the highest free real-time signal) for timers on `clock` every `period_ns`. Returns 0, ST_EINVAL
+/* `s` must be zeroed the first time (static storage is) and is reused as
+ * uninstall leaves it. Installs the handler on `signo` (0: the highest free real-time signal) for timers on `clock` every `period_ns`. Returns 0, ST_EINVAL
  * (another sampler is installed, signo is not a free real-time signal, none is
  * free) or ST_EIO, with msg saying why. */
 int st_sigsampler_install(st_sigsampler_t *s, int signo, st_sigclock_t clock, uint64_t period_ns,

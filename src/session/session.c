@@ -75,6 +75,13 @@ int st_session_add_collector(st_session_t *s, const st_collector_t *c)
     return 0;
 }
 
+/* The signal chunks a stack sampler at the settings' rate keeps ready. */
+static uint32_t sig_chunks_for(const st_settings_t *set)
+{
+    double n = st_settings_float(set, ST_S_SAMPLING_FREQ) * 32.0 / 1000.0;
+    return n < 8 ? 8 : n > ST_EV_RING ? ST_EV_RING : (uint32_t)n;
+}
+
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg)
 {
     memset(s, 0, sizeof *s);
@@ -103,10 +110,12 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
                       : ST_EV_DISCARD,
         .max_depth = (uint32_t)st_settings_int(set, ST_S_TRACE_MAX_DEPTH),
         .spill_dir = s->outdir, /* filled in by st_session_make_outdir */
-        /* stack samples are written by signal handlers into chunks kept ready,
-         * refilled every 20 ms: 64 chunks (1 MB) hold about 9000 samples of 20
-         * frames, 140 ms of 64 threads sampled at 1 kHz of wall time */
-        .sig_chunks = st_settings_bool(set, ST_S_USE_SAMPLING) ? ST_EV_RING : 0,
+        /* stack samples are written by signal handlers into chunks kept ready
+         * (mapped and faulted in beforehand), refilled every 20 ms: 8 chunks at
+         * 100 Hz up to 32 at 1 kHz and more (ST_EV_RING at most); 32 chunks
+         * (512 KB) hold about 4600 samples of 20 frames, 70 ms of 64 threads
+         * sampled at 1 kHz of wall time */
+        .sig_chunks = st_settings_bool(set, ST_S_USE_SAMPLING) ? sig_chunks_for(set) : 0,
     };
     if (st_rec_init(&s->rec, &cfg) < 0) {
         st_intern_free(&s->labels);
