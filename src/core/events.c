@@ -120,6 +120,17 @@ void st_ev_refill(st_ev_shared_t *sh)
     pthread_mutex_unlock(&sh->lock);
 }
 
+void st_ev_reserve(st_ev_shared_t *sh, uint32_t spare)
+{
+    pthread_mutex_lock(&sh->lock);
+    if (spare > ST_EV_RING)
+        spare = ST_EV_RING;
+    if (spare > sh->spare)
+        sh->spare = spare;
+    pthread_mutex_unlock(&sh->lock);
+    st_ev_refill(sh);
+}
+
 void st_ev_shared_free(st_ev_shared_t *sh)
 {
     int fd = atomic_exchange(&sh->spill_fd, -1);

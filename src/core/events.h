@@ -67,7 +67,7 @@
 #define ST_EV_CHUNK_WORDS 4096      /* main lane: 64 KiB */
 #define ST_EV_MIN_CHUNK_WORDS 64    /* when the budget runs low */
 #define ST_EV_SIG_CHUNK_WORDS 1024  /* signal lane: 16 KiB */
-#define ST_EV_RING 64               /* preallocated signal chunks */
+#define ST_EV_RING 256              /* preallocated signal chunks, at most */
 #define ST_EV_MAX_FRAMES 256        /* frames a sample event holds */
 
 enum {
@@ -175,6 +175,9 @@ void st_ev_shared_free(st_ev_shared_t *sh);
 
 /* Fills the ring of signal chunks from the budget. Any thread, not signal-safe. */
 void st_ev_refill(st_ev_shared_t *sh);
+/* Keeps at least `spare` chunks in the ring from now on (ST_EV_RING at most; never
+ * fewer than asked for at init) and fills it. Any thread, not signal-safe. */
+void st_ev_reserve(st_ev_shared_t *sh, uint32_t spare);
 
 /* An empty buffer: nothing is allocated until its first event (the main lane's
  * first chunk comes with the reserve; the signal lane takes its first chunk from the

@@ -400,6 +400,12 @@ void st_rec_maintain(st_recorder_t *r)
     st_ev_refill(&r->ev);
 }
 
+void st_rec_sig_threads(st_recorder_t *r, uint32_t nthreads)
+{
+    if (r->cfg.sig_chunks)
+        st_ev_reserve(&r->ev, r->cfg.sig_chunks + nthreads);
+}
+
 void st_rec_close_all(st_recorder_t *r)
 {
     st_rec_thread_t *self = st_rec_self_sig(r);

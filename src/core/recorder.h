@@ -372,6 +372,10 @@ void st_rec_flow(st_rec_thread_t *th, uint64_t id);
 
 /* Refills the signal chunks; spills full ones under flush. Any thread. */
 void st_rec_maintain(st_recorder_t *r);
+/* A sampler follows `nthreads` threads: each one's signal lane takes a chunk of
+ * its own at its first sample, so the ring keeps at least the configured
+ * sig_chunks plus one a thread (up to ST_EV_RING). Any thread, not signal-safe. */
+void st_rec_sig_threads(st_recorder_t *r, uint32_t nthreads);
 
 /* Recording has stopped: from now on a thread's end (its pthread key destructor,
  * or st_rec_thread_finish) leaves its state as it is, so that the results can be

@@ -296,6 +296,16 @@ static int read_stacks(reader_t *r)
             rc = st_jp_double(&r->jp, &st->freq);
         } else if (strcmp(k, "sampler_cpu_s") == 0) {
             rc = st_jp_double(&r->jp, &st->self_cpu_s);
+        } else if (strcmp(k, "threads_rated") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &st->rated);
+        } else if (strcmp(k, "rate_min") == 0) {
+            rc = st_jp_double(&r->jp, &st->rate_min);
+        } else if (strcmp(k, "rate_max") == 0) {
+            rc = st_jp_double(&r->jp, &st->rate_max);
+        } else if (strcmp(k, "period_rate_min") == 0) {
+            rc = st_jp_double(&r->jp, &st->prate_min);
+        } else if (strcmp(k, "period_rate_max") == 0) {
+            rc = st_jp_double(&r->jp, &st->prate_max);
         } else if (strcmp(k, "clock") == 0) {
             char *clock = NULL;
             rc = read_string_dup(r, &clock);

@@ -243,6 +243,14 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
         o->left_out = sat_add(o->left_out, x->left_out, sat);
         o->delayed = sat_add(o->delayed, x->delayed, sat);
         o->self_cpu_s += x->self_cpu_s;
+        if (x->rated) { /* the lowest and highest over every run's threads */
+            int first = o->rated == 0;
+            o->rate_min = first || x->rate_min < o->rate_min ? x->rate_min : o->rate_min;
+            o->rate_max = first || x->rate_max > o->rate_max ? x->rate_max : o->rate_max;
+            o->prate_min = first || x->prate_min < o->prate_min ? x->prate_min : o->prate_min;
+            o->prate_max = first || x->prate_max > o->prate_max ? x->prate_max : o->prate_max;
+            o->rated = sat_add(o->rated, x->rated, sat);
+        }
         st_profile_sync(out);
     }
     if (m->nsampled == 0)

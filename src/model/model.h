@@ -48,6 +48,10 @@ typedef struct {
     uint64_t delayed;           /* periods a thread kept the signal blocked for (not
                                  * attributed: where it was is not known) */
     double self_cpu_s;          /* the sampler's own CPU (handlers and its thread) */
+    uint64_t rated;             /* threads sampled for 0.1 s or more of their clock */
+    double rate_min, rate_max;  /* their samples a second of that clock, lowest and
+                                 * highest (the effective rate per thread) */
+    double prate_min, prate_max; /* the same in periods */
     const char *note;           /* what went wrong or changed while sampling, or NULL */
 } st_model_stacks_t;
 

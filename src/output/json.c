@@ -285,12 +285,19 @@ static void write_stacks(st_strbuf_t *out, const st_model_t *m)
                      ", \"threads\": %llu, \"samples\": %llu, \"periods\": %llu, "
                      "\"lost\": %llu, \"unreadable\": %llu, \"no_python\": %llu, "
                      "\"unnamed_frames\": %llu, \"left_out\": %llu, \"delayed\": %llu, "
-                     "\"sampler_cpu_s\": %.17g},\n",
+                     "\"sampler_cpu_s\": %.17g",
                      (unsigned long long)st->threads, (unsigned long long)st->signals,
                      (unsigned long long)st->periods, (unsigned long long)st->lost,
                      (unsigned long long)st->unreadable, (unsigned long long)st->no_python,
                      (unsigned long long)st->unnamed, (unsigned long long)st->left_out,
                      (unsigned long long)st->delayed, json_number(st->self_cpu_s));
+    /* the effective rate per thread: the rated threads' lowest and highest */
+    st_strbuf_printf(out,
+                     ", \"threads_rated\": %llu, \"rate_min\": %.17g, \"rate_max\": %.17g, "
+                     "\"period_rate_min\": %.17g, \"period_rate_max\": %.17g},\n",
+                     (unsigned long long)st->rated, json_number(st->rate_min),
+                     json_number(st->rate_max), json_number(st->prate_min),
+                     json_number(st->prate_max));
 }
 
 void st_json_write(st_strbuf_t *out, const st_model_t *m)

@@ -46,8 +46,11 @@ typedef struct {
     int named;                 /* threading named it */
     int blocked;               /* found blocking the signal (said once) */
     uint64_t signals_seen;     /* its signals at the last scan */
+    uint64_t clock0, clock1;   /* its sampling clock (ns) when armed and at the end (0:
+                                * it had ended): the time it was sampled for */
     uint32_t seen;             /* the scan that last found it */
     _Atomic uint64_t signals, periods, failed, empty, delayed, cpu_ns;
+    _Atomic uint64_t last_clock; /* its sampling clock at its last signal (ns) */
 } sthread_t;
 
 static struct {
@@ -143,18 +146,28 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void on_sample(void *ctx, void *ucontext, uint32_t periods)
 {
     (void)ucontext;
     sthread_t *t = ctx;
     uint64_t t0 = thread_cpu_ns();
+    atomic_store_explicit(&t->last_clock, sp.sig.clock == ST_SIGCLOCK_CPU ? t0 : monotonic_ns(),
+                          memory_order_relaxed);
     st_pyframe_t fr[ST_EV_MAX_FRAMES];
     uint32_t ids[ST_EV_MAX_FRAMES];
     atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->periods, periods, memory_order_relaxed);
-    /* More periods than the kernel's tick can let pass between two signals (a
-     * timer is checked at least 100 times a second): the thread blocked the signal
-     * meanwhile, and where it was then is not known. */
+    /* More periods than the kernel's tick lets pass between two signals (a
+     * quarter of a second of them): the thread blocked the signal meanwhile, and
+     * where it was then is not known. */
     if (periods > sp.max_periods) {
         atomic_fetch_add_explicit(&t->delayed, periods - sp.max_periods, memory_order_relaxed);
         periods = sp.max_periods;
@@ -285,6 +298,28 @@ static void name_thread(sthread_t *t, PyThreadState *ts)
         st_rec_thread_name(t->th, name);
 }
 
+/* Thread `tid`'s sampling clock now (ns): its CPU time (the kernel's per-thread
+ * clock id, as the timers use it) or the monotonic clock; 0 when it has ended. */
+static uint64_t sampling_clock(uint64_t tid)
+{
+    /* the thread's CPU clock exists while the thread does */
+    struct timespec ts;
+    if (clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6), &ts) < 0 ||
+        (sp.sig.clock == ST_SIGCLOCK_WALL && clock_gettime(CLOCK_MONOTONIC, &ts) < 0))
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Reads the clock of every thread still alive (the end), so that its sampled
+ * time runs to the end; a thread that ended counts to its last signal. */
+static void read_clocks(void)
+{
+    for (uint32_t i = 0; i < sp.nthreads; i++) {
+        sthread_t *t = sp.threads[i];
+        t->clock1 = t->slot >= 0 ? sampling_clock(t->tid) : 0;
+    }
+}
+
 /* 1 when thread `tid` blocks the sampling signal (its SigBlk in /proc). */
 static int blocks_signal(uint64_t tid)
 {
@@ -330,12 +365,15 @@ static void scan_threads(void)
         if (t->th)
             name_thread(t, ts);
         st_msg_t msg;
+        t->clock0 = t->clock1 = sampling_clock(t->tid);
         t->slot = t->th ? st_sigsampler_arm(&sp.sig, (pid_t)t->tid, t, &msg) : -1;
         if (t->slot < 0)
             note("a thread could not be sampled: %s", t->th ? msg.text : "out of memory");
         /* kept even if not armed: its counters are read at the end */
         sp.threads[sp.nthreads++] = t;
     }
+    /* a chunk ready for each thread's first samples, the new ones' included */
+    st_rec_sig_threads(sp.rec, sp.nthreads);
     /* threads that ended: their timers go (the states stay for the handler) */
     for (uint32_t i = 0; i < sp.nthreads; i++) {
         sthread_t *t = sp.threads[i];
@@ -476,8 +514,10 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     *sp.note = '\0';
     sp.rec = &s->rec;
     sp.metric = s->rec.m_samples;
-    /* the periods of two ticks of a 100 Hz kernel (the slowest), and some */
-    sp.max_periods = 4 + (uint32_t)(freq / 50.0);
+    /* a quarter of a second of periods: far more than the kernel's tick lets pass
+     * between two signals of a running thread, even one sharing its CPU with many
+     * (64 threads on 2 cores see 30 ms), far less than a signal kept blocked */
+    sp.max_periods = 4 + (uint32_t)(freq / 4.0);
     sp.ntasks_seen = count_tasks();
     scan_threads();
 #if PY_VERSION_HEX >= 0x030C0000
@@ -552,8 +592,27 @@ static void summarise(st_model_stacks_t *st, st_recorder_t *rec)
     st->clock = sp.sig.clock == ST_SIGCLOCK_WALL ? "wall" : "cpu";
     st->threads = sp.nthreads;
     uint64_t cpu_ns = 0;
+    st->rate_min = st->rate_max = 0;
     for (uint32_t i = 0; i < sp.nthreads; i++) {
         sthread_t *t = sp.threads[i];
+        /* the effective rate of threads sampled for at least 0.1 s of their clock:
+         * until the end, or until the last signal of a thread that ended */
+        uint64_t last = atomic_load(&t->last_clock);
+        if (last > t->clock1)
+            t->clock1 = last;
+        double secs = (double)(t->clock1 - t->clock0) * 1e-9;
+        if (t->clock1 > t->clock0 && secs >= 0.1) {
+            double r = (double)atomic_load(&t->signals) / secs;
+            double p = (double)atomic_load(&t->periods) / secs;
+            if (!st->rated++ || r < st->rate_min)
+                st->rate_min = r;
+            if (r > st->rate_max)
+                st->rate_max = r;
+            if (st->rated == 1 || p < st->prate_min)
+                st->prate_min = p;
+            if (p > st->prate_max)
+                st->prate_max = p;
+        }
         st->signals += atomic_load(&t->signals);
         st->periods += atomic_load(&t->periods);
         st->unreadable += atomic_load(&t->failed);
@@ -576,6 +635,7 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     if (!sp.on)
         return;
     sp.on = 0;
+    read_clocks(); /* the threads' sampled time, before the timers go */
     st_sigsampler_uninstall(&sp.sig); /* no handler runs after this */
     stop_maint();
 #if PY_VERSION_HEX >= 0x030C0000

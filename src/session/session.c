@@ -79,7 +79,7 @@ int st_session_add_collector(st_session_t *s, const st_collector_t *c)
 static uint32_t sig_chunks_for(const st_settings_t *set)
 {
     double n = st_settings_float(set, ST_S_SAMPLING_FREQ) * 32.0 / 1000.0;
-    return n < 8 ? 8 : n > ST_EV_RING ? ST_EV_RING : (uint32_t)n;
+    return n < 8 ? 8 : n > 64 ? 64 : (uint32_t)n;
 }
 
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg)
@@ -112,7 +112,8 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
         .spill_dir = s->outdir, /* filled in by st_session_make_outdir */
         /* stack samples are written by signal handlers into chunks kept ready
          * (mapped and faulted in beforehand), refilled every 20 ms: 8 chunks at
-         * 100 Hz up to 32 at 1 kHz and more (ST_EV_RING at most); 32 chunks
+         * 100 Hz up to 32 at 1 kHz and 64 above, and one more a thread sampled
+         * (st_rec_sig_threads: its lane takes one at its first sample); 32 chunks
          * (512 KB) hold about 4600 samples of 20 frames, 70 ms of 64 threads
          * sampled at 1 kHz of wall time */
         .sig_chunks = st_settings_bool(set, ST_S_USE_SAMPLING) ? sig_chunks_for(set) : 0,
@@ -547,6 +548,12 @@ static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, c
             (unsigned long long)st->signals, (unsigned long long)st->periods, 1e3 / st->freq,
             st->clock, (unsigned long long)st->threads, st->threads == 1 ? "" : "s",
             st->self_cpu_s * 1e3);
+    if (st->rated)
+        fprintf(f, "[strata] effective rate per thread: %.0f to %.0f samples (%.0f to %.0f "
+                   "periods) a second of %s time, in the %llu thread%s sampled for 0.1 s or "
+                   "more\n",
+                st->rate_min, st->rate_max, st->prate_min, st->prate_max, st->clock,
+                (unsigned long long)st->rated, st->rated == 1 ? "" : "s");
 }
 
 /* What stack sampling lost, and why: always said. */
