@@ -135,31 +135,16 @@ static intptr_t known_code(const void *code, void *ctx)
     return 0;
 }
 
-/* The calling thread's CPU time (clock_gettime is async-signal-safe). The
- * handler's own cost is measured so: a wall clock would count whatever else the
- * CPU did meanwhile (interrupts, a virtual machine's other guests). */
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void on_sample(void *ctx, void *ucontext, uint32_t periods)
 {
     (void)ucontext;
     sthread_t *t = ctx;
-    uint64_t t0 = thread_cpu_ns();
-    atomic_store_explicit(&t->last_clock, sp.sig.clock == ST_SIGCLOCK_CPU ? t0 : monotonic_ns(),
+    /* the handler's own cost in its thread's CPU time (clock_gettime is
+     * async-signal-safe): a wall clock would count whatever else the CPU did
+     * meanwhile (interrupts, a virtual machine's other guests) */
+    uint64_t t0 = st_clock_thread_cpu_ns();
+    atomic_store_explicit(&t->last_clock,
+                          sp.sig.clock == ST_SIGCLOCK_CPU ? t0 : st_clock_monotonic_ns(),
                           memory_order_relaxed);
     st_pyframe_t fr[ST_EV_MAX_FRAMES];
     uint32_t ids[ST_EV_MAX_FRAMES];
@@ -182,7 +167,7 @@ static void on_sample(void *ctx, void *ucontext, uint32_t periods)
             ids[i] = code_id(fr[i].code);
         st_rec_sample(t->th, ids, (uint32_t)n, sp.metric, periods);
     }
-    atomic_fetch_add_explicit(&t->cpu_ns, thread_cpu_ns() - t0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->cpu_ns, st_clock_thread_cpu_ns() - t0, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -304,9 +289,10 @@ static uint64_t sampling_clock(uint64_t tid)
 {
     /* the thread's CPU clock exists while the thread does */
     struct timespec ts;
-    if (clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6), &ts) < 0 ||
-        (sp.sig.clock == ST_SIGCLOCK_WALL && clock_gettime(CLOCK_MONOTONIC, &ts) < 0))
+    if (clock_gettime(st_sigsampler_clockid((pid_t)tid, ST_SIGCLOCK_CPU), &ts) < 0)
         return 0;
+    if (sp.sig.clock == ST_SIGCLOCK_WALL)
+        return st_clock_monotonic_ns();
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -398,8 +384,7 @@ static void *maintain(void *arg)
     PyGILState_STATE g = PyGILState_Ensure();
     sp.maint_ts = PyThreadState_Get();
     PyThreadState *saved = PyEval_SaveThread();
-    struct timespec cpu0;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+    uint64_t cpu0 = st_clock_thread_cpu_ns();
     uint32_t tick = 0;
     pthread_mutex_lock(&sp.lock);
     while (!sp.stop) {
@@ -434,10 +419,7 @@ static void *maintain(void *arg)
         pthread_mutex_lock(&sp.lock);
     }
     pthread_mutex_unlock(&sp.lock);
-    struct timespec cpu1;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
-    sp.maint_cpu_ns = (uint64_t)(cpu1.tv_sec - cpu0.tv_sec) * 1000000000u +
-                      (uint64_t)(cpu1.tv_nsec - cpu0.tv_nsec);
+    sp.maint_cpu_ns = st_clock_thread_cpu_ns() - cpu0;
     PyEval_RestoreThread(saved);
     PyGILState_Release(g);
     return NULL;

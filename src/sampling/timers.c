@@ -21,6 +21,12 @@ static struct sigaction owned_old;
 
 pid_t st_sigsampler_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
+clockid_t st_sigsampler_clockid(pid_t tid, st_sigclock_t clock)
+{
+    /* ~tid << 3 | CPUCLOCK_PERTHREAD_MASK (4) | CPUCLOCK_SCHED (2) */
+    return clock == ST_SIGCLOCK_CPU ? (clockid_t)((~(unsigned)tid << 3) | 6) : CLOCK_MONOTONIC;
+}
+
 /* A signal on our number that no timer of ours sent: what would have happened
  * without strata (the previous handler, or the default action, which for a
  * real-time signal ends the process). */
@@ -175,12 +181,7 @@ static int start_timer(st_sigsampler_t *s, uint32_t slot, st_msg_t *msg)
     ev.sigev_signo = s->signo;
     ev.sigev_value.sival_ptr = VALUE(slot);
     ev._sigev_un._tid = tid;
-    /* a thread's CPU clock from its id: the kernel's encoding of a per-thread
-     * scheduler clock (~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED), which
-     * glibc's pthread_getcpuclockid makes too */
-    clockid_t clk = s->clock == ST_SIGCLOCK_CPU ? (clockid_t)((~(unsigned)tid << 3) | 6)
-                                                : CLOCK_MONOTONIC;
-    if (timer_create(clk, &ev, &t->timer) < 0)
+    if (timer_create(st_sigsampler_clockid(tid, s->clock), &ev, &t->timer) < 0)
         return st_msg_set(msg, ST_EIO, "cannot make a sampling timer for thread %d: %s",
                           (int)tid, strerror(errno));
     struct itimerspec it;

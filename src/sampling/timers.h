@@ -115,6 +115,12 @@ void st_sigsampler_disarm(st_sigsampler_t *s, int slot);
  * for those, in a harmless form, until the process ends. */
 void st_sigsampler_uninstall(st_sigsampler_t *s);
 
+/* The clock a timer of `clock` runs on for thread `tid`: the thread's own CPU
+ * clock (the kernel's encoding of a per-thread scheduler clock, as glibc's
+ * pthread_getcpuclockid makes it from a pthread_t), or CLOCK_MONOTONIC. Reading
+ * a thread's CPU clock fails once the thread has ended. */
+clockid_t st_sigsampler_clockid(pid_t tid, st_sigclock_t clock);
+
 /* The calling thread's kernel id (gettid). */
 pid_t st_sigsampler_gettid(void);
 
