@@ -1,6 +1,6 @@
 /* The `strata` command: one verb per file (verbs.h); this file dispatches.
  *
- *     strata python|avail|report|merge [options] ...
+ *     strata python|sample|avail|report|merge [options] ...
  *     strata --help | --version */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +16,7 @@ static int usage(FILE *out)
           "commands:\n"
           "  python [options] [--] script.py [args]   profile a Python script\n"
           "  python [options] [--] -m module [args]   profile a Python module\n"
+          "  sample [options] [--] program [args]     sample the call stacks of any program\n"
           "  avail [--all] [-c CATEGORY] [--json]     list settings and their values\n"
           "  avail --components                       list the profile components\n"
           "  avail -G FILE [--all]                    write a configuration file\n"
@@ -23,6 +24,7 @@ static int usage(FILE *out)
           "  merge -o OUT RESULT...                   combine runs or MPI ranks\n"
           "\n"
           "  strata python --help    options of the python command\n"
+          "  strata sample --help    options of the sample command\n"
           "  strata --version        print the version\n",
           out);
     return out == stdout ? 0 : 2;
@@ -41,6 +43,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(verb, "python") == 0)
         return st_python_main(argc - 2, argv + 2);
+    if (strcmp(verb, "sample") == 0)
+        return st_sample_main(argc - 2, argv + 2);
     if (strcmp(verb, "avail") == 0)
         return st_avail_main(argc - 2, argv + 2, environ, stdout);
     if (strcmp(verb, "report") == 0)

@@ -1,6 +1,7 @@
 /* The verbs of the `strata` command, one file each; cli/strata.c dispatches.
  *
  *     strata python [options] [--] script.py [args]      python.c
+ *     strata sample [options] [--] program [args]        sample.c
  *     strata avail  [options]                             avail.c (avail.h)
  *     strata report [options] RESULT                      report.c
  *     strata merge  [options] -o OUT RESULT...            merge.c
@@ -17,6 +18,10 @@
 /* Checks the command line, then replaces the process with the interpreter running
  * strata's runner (returns only on a mistake or when exec fails). */
 int st_python_main(int argc, char **argv);
+
+/* Checks the command line, makes the results folder, then replaces the process
+ * with the program under strata's preload library (returns only on a mistake). */
+int st_sample_main(int argc, char **argv);
 
 /* Renders a result in another format:
  *     strata report [--format F[,F...]] [-o OUT] [-n PCT] [-e PCT]

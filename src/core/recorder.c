@@ -423,7 +423,9 @@ void st_rec_close_all(st_recorder_t *r)
     }
 }
 
-int st_rec_fold_samples(st_recorder_t *r, const uint32_t *map, uint32_t nmap)
+/* Folds the samples; an id stands for labels[first[id] .. first[id + 1]) with
+ * `first`, for map[id] with `map` alone, for itself with neither. */
+static int fold(st_recorder_t *r, const uint32_t *map, const uint32_t *first, uint32_t nids)
 {
     int err = 0;
     for (uint32_t i = 0; i < r->nthreads; i++) {
@@ -444,7 +446,13 @@ int st_rec_fold_samples(st_recorder_t *r, const uint32_t *map, uint32_t nmap)
             uint32_t node = 0;
             for (uint64_t k = p->u1; k > 0 && node != ST_PATH_NONE; k--) {
                 uint32_t f = frames[k - 1];
-                uint32_t label = !map ? f : f < nmap ? map[f] : ST_PATH_NONE;
+                if (first) {
+                    for (uint32_t j = f < nids ? first[f] : 0, end = f < nids ? first[f + 1] : 0;
+                         j < end && node != ST_PATH_NONE; j++)
+                        node = st_pathtab_child(&th->paths, node, map[j]);
+                    continue;
+                }
+                uint32_t label = !map ? f : f < nids ? map[f] : ST_PATH_NONE;
                 if (label != ST_PATH_NONE)
                     node = st_pathtab_child(&th->paths, node, label);
             }
@@ -456,6 +464,17 @@ int st_rec_fold_samples(st_recorder_t *r, const uint32_t *map, uint32_t nmap)
         free(rd);
     }
     return err;
+}
+
+int st_rec_fold_samples(st_recorder_t *r, const uint32_t *map, uint32_t nmap)
+{
+    return fold(r, map, NULL, nmap);
+}
+
+int st_rec_fold_chains(st_recorder_t *r, const uint32_t *first, const uint32_t *labels,
+                       uint32_t nids)
+{
+    return fold(r, labels, first, nids);
 }
 
 uint64_t st_rec_samples_lost(st_recorder_t *r)

@@ -397,6 +397,13 @@ void st_rec_close_all(st_recorder_t *r);
  * not be read back). */
 int st_rec_fold_samples(st_recorder_t *r, const uint32_t *map, uint32_t nmap);
 
+/* The same where one id stands for several frames (a native address: the function
+ * there and those inlined into it): id `f` below nids is the labels
+ * labels[first[f] .. first[f + 1]), outermost first (none: left out); first has
+ * nids + 1 entries. */
+int st_rec_fold_chains(st_recorder_t *r, const uint32_t *first, const uint32_t *labels,
+                       uint32_t nids);
+
 /* Samples lost, all threads (lane busy or no chunk, and threads with no state). */
 uint64_t st_rec_samples_lost(st_recorder_t *r);
 

@@ -172,6 +172,11 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
     [ST_S_SAMPLING_SIGNAL] = {"sampling_signal", "STRATA_SAMPLING_SIGNAL", ST_TYPE_INT, "0",
                               "sampling", "The real-time signal the stack sampler uses (0: the "
                               "highest free one)", NULL, NOFLAG, INT_RANGE(0, 64)},
+    [ST_S_SAMPLING_UNWIND] = {"sampling_unwind", "STRATA_SAMPLING_UNWIND", ST_TYPE_CHOICE, "auto",
+                              "sampling", "How strata sample walks native stacks: fp (frame "
+                              "pointers: lock-free, misses code built without them), libunwind "
+                              "(unwind tables: any code) or auto (libunwind where it is "
+                              "installed)", "auto,fp,libunwind", NOFLAG, NO_RANGE},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

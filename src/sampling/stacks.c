@@ -33,7 +33,7 @@ static void on_sample(void *ctx, void *ucontext, uint32_t periods)
     /* More periods than the kernel's tick lets pass between two signals (a
      * quarter of a second of them): the thread blocked the signal meanwhile, and
      * where it was then is not known. */
-    if (periods > s->max_periods) {
+    if (periods > s->max_periods && !t->held) {
         atomic_fetch_add_explicit(&t->delayed, periods - s->max_periods, memory_order_relaxed);
         periods = s->max_periods;
     }
@@ -119,6 +119,35 @@ void st_stacks_drop(st_stacks_t *s, st_sthread_t *t)
     pthread_mutex_unlock(&s->lock);
 }
 
+void st_stacks_pause(st_stacks_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint32_t n = atomic_load(&s->nthreads);
+    for (uint32_t i = 0; i < n; i++) {
+        st_sthread_t *t = s->threads[i];
+        if (t->slot >= 0) {
+            st_sigsampler_disarm(&s->sig, t->slot);
+            t->slot = -1;
+            t->paused = 1;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void st_stacks_resume(st_stacks_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint32_t n = atomic_load(&s->nthreads);
+    for (uint32_t i = 0; i < n; i++) {
+        st_sthread_t *t = s->threads[i];
+        st_msg_t msg;
+        if (t->paused)
+            t->slot = st_sigsampler_arm(&s->sig, (pid_t)t->tid, t, &msg); /* gone: -1 */
+        t->paused = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 /* 1 when thread `tid` blocks signal `signo` (its SigBlk in /proc). */
 static int blocks_signal(uint64_t tid, int signo)
 {
@@ -143,7 +172,7 @@ static void check_blocked(st_stacks_t *s)
     for (uint32_t i = 0; i < n; i++) {
         st_sthread_t *t = s->threads[i];
         uint64_t got = atomic_load(&t->signals);
-        if (t->slot >= 0 && !t->blocked && got == t->signals_seen &&
+        if (t->slot >= 0 && !t->blocked && !t->held && got == t->signals_seen &&
             blocks_signal(t->tid, s->sig.signo)) {
             t->blocked = 1;
             st_stacks_note(s, "thread %s blocks signal %d: it is not sampled while it does",

@@ -30,6 +30,7 @@
 #define STRATA_SAMPLING_STACKS_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -51,6 +52,10 @@ typedef struct {
     uint64_t tid;
     int slot;                  /* its timer's slot, -1: not armed (any more) */
     int blocked;               /* found blocking the signal (said once) */
+    int paused;                /* its timer deleted by st_stacks_pause */
+    volatile sig_atomic_t held; /* the front end holds the signal back on purpose (a
+                                * wait it wraps): not reported as blocked, and the
+                                * periods of the signal that ends it all count */
     uint32_t seen, flags;      /* the front end's (its last scan, what it knows) */
     uint64_t signals_seen;     /* its signals at the last blocked check */
     uint64_t clock0, clock1;   /* its sampling clock when armed and at the end or
@@ -117,6 +122,11 @@ st_sthread_t *st_stacks_add(st_stacks_t *s, uint64_t tid, void *ctx);
 /* Thread t ends (or is no longer to be sampled): its timer goes, its sampled
  * time ends now. Any thread; takes the lock. */
 void st_stacks_drop(st_stacks_t *s, st_sthread_t *t);
+
+/* Deletes every armed timer (before an exec: see native/sampler.h);
+ * st_stacks_resume arms them again (the exec failed). Any thread, not a handler. */
+void st_stacks_pause(st_stacks_t *s);
+void st_stacks_resume(st_stacks_t *s);
 
 /* Keeps the first note for the end of the run (the note field). Any thread. */
 __attribute__((format(printf, 2, 3))) void st_stacks_note(st_stacks_t *s, const char *fmt, ...);

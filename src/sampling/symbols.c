@@ -206,6 +206,12 @@ static void lookup(st_symbols_t *s, modstate_t *m, int idx, uintptr_t pc)
         if (m->elf_ok)
             name = st_elfsyms_lookup(&m->elf, vaddr, NULL);
     }
+    Dl_info info;
+    /* an object with no file (the vDSO) is named by the loader while it is mapped */
+    if (!name && mod->loaded && mod->path[0] != '/' &&
+        (s->ntmp == 0 || !s->tmp[s->ntmp - 1].function) && dladdr((void *)pc, &info) &&
+        info.dli_sname && info.dli_saddr)
+        name = info.dli_sname;
     if (!name && (s->ntmp == 0 || !s->tmp[s->ntmp - 1].function)) {
         const char *base = strrchr(mod->path, '/');
         snprintf(text, sizeof text, "%s+0x%llx", base ? base + 1 : mod->path,

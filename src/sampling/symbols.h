@@ -9,7 +9,9 @@
  *      debug file; without DWARF, the ELF symbol libdw finds.
  *   2. Without libdw, or when libdw knows nothing there: the file's ELF symbol
  *      table (elfsym.h): the function only.
- *   3. Else "module+0xoffset" (the file's base name), or "0xaddress" outside
+ *   3. For an object with no file (the vDSO), while it is still mapped: the
+ *      symbol the loader knows there (dladdr).
+ *   4. Else "module+0xoffset" (the file's base name), or "0xaddress" outside
  *      every module.
  * C++ names are demangled with __cxa_demangle when the process has it loaded
  * (libstdc++; found with dlsym); otherwise they stay mangled.

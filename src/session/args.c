@@ -51,14 +51,31 @@ static void flag_form(st_strbuf_t *b, const char *name, const st_setting_def_t *
     }
 }
 
-/* The settings with a flag, in the order of --help; returns how many. */
-static size_t flags_in_help_order(const st_setting_def_t **out)
+/* The flags `strata sample` takes: what a native program's sampling uses. */
+static const st_setting_id_t exe_flags[] = {
+    ST_S_VERBOSE, ST_S_CONFIG_FILE, ST_S_OUTPUT_PATH, ST_S_SAMPLING_FREQ, ST_S_SAMPLING_CLOCK,
+};
+
+/* 1 when the command line of `opts` takes setting id's flag. */
+static int takes_flag(unsigned opts, int id)
+{
+    if (!(opts & ST_ARGS_EXE))
+        return 1;
+    for (size_t i = 0; i < sizeof exe_flags / sizeof exe_flags[0]; i++)
+        if ((int)exe_flags[i] == id)
+            return 1;
+    return 0;
+}
+
+/* The settings with a flag that `opts`'s command line takes, in the order of
+ * --help; returns how many. */
+static size_t flags_in_help_order(const st_setting_def_t **out, unsigned opts)
 {
     size_t n = 0;
     for (int order = 1; order <= ST_NSETTINGS; order++)
         for (int i = 0; i < ST_NSETTINGS; i++) {
             const st_setting_def_t *d = st_setting_def((st_setting_id_t)i);
-            if (d->flag.longf && d->flag.help_order == order)
+            if (d->flag.longf && d->flag.help_order == order && takes_flag(opts, i))
                 out[n++] = d;
         }
     return n;
@@ -98,19 +115,22 @@ static void wrap_words(st_strbuf_t *b, const char *text, size_t *col, size_t ind
     }
 }
 
-void st_args_print_python_help(FILE *out)
+/* The help of `strata python` (opts 0) or `strata sample` (ST_ARGS_EXE). */
+static void print_help(FILE *out, unsigned opts)
 {
+    const int exe = (opts & ST_ARGS_EXE) != 0;
+    const char *prefix = exe ? "usage: strata sample " : USAGE_PREFIX;
     const st_setting_def_t *defs[ST_NSETTINGS];
-    size_t n = flags_in_help_order(defs);
+    size_t n = flags_in_help_order(defs, opts);
     st_strbuf_t b, item;
     st_strbuf_init(&b);
     st_strbuf_init(&item);
     /* the usage line: [-h], then each flag in its first form, wrapped under the
      * first; the target on a line of its own */
-    const size_t indent = strlen(USAGE_PREFIX);
+    const size_t indent = strlen(prefix);
     size_t col = indent;
     int first = 1;
-    st_strbuf_puts(&b, USAGE_PREFIX);
+    st_strbuf_puts(&b, prefix);
     put_word(&b, "[-h]", 4, &col, indent, &first);
     for (size_t i = 0; i < n; i++) {
         const st_flag_t *f = &defs[i]->flag;
@@ -122,7 +142,7 @@ void st_args_print_python_help(FILE *out)
     }
     st_strbuf_putc(&b, '\n');
     st_strbuf_fill(&b, ' ', indent);
-    st_strbuf_puts(&b, "[--] (script.py | -m module) [args ...]\n");
+    st_strbuf_puts(&b, exe ? "[--] program [args ...]\n" : "[--] (script.py | -m module) [args ...]\n");
     st_strbuf_puts(&b, "\noptional arguments:\n"
                        "  -h, --help            show this help message and exit\n");
     /* each flag: its forms, then its help from HELP_COLUMN */
@@ -144,7 +164,14 @@ void st_args_print_python_help(FILE *out)
         wrap_words(&b, f->help, &col, HELP_COLUMN);
         st_strbuf_putc(&b, '\n');
     }
-    st_strbuf_puts(&b,
+    if (exe)
+        st_strbuf_puts(&b,
+            "\n"
+            "Samples the call stacks of every thread of any program (C, C++, Fortran, an\n"
+            "interpreter) through a preloaded library; other settings through their STRATA_*\n"
+            "variables (strata avail -c sampling).\n");
+    else
+        st_strbuf_puts(&b,
         "\n"
         "interpreter options (strata python only; python -m strata takes them before -m):\n"
         "  -u, -O, -OO, -B, -P, -q, -X OPT, -W ARG\n"
@@ -157,14 +184,19 @@ void st_args_print_python_help(FILE *out)
     st_strbuf_free(&b);
 }
 
+void st_args_print_python_help(FILE *out)
+{
+    print_help(out, 0);
+}
+
 /* The setting whose flag `word` names (-E, --function-exclude; --output=DIR, then
  * *inline_value points at DIR), or -1. */
-static int find_flag(const char *word, const char **inline_value)
+static int find_flag(const char *word, const char **inline_value, unsigned opts)
 {
     *inline_value = NULL;
     for (int i = 0; i < ST_NSETTINGS; i++) {
         const st_flag_t *f = &st_setting_def((st_setting_id_t)i)->flag;
-        if (!f->longf)
+        if (!f->longf || !takes_flag(opts, i))
             continue;
         if ((f->shortf && strcmp(word, f->shortf) == 0) || strcmp(word, f->longf) == 0)
             return i;
@@ -222,7 +254,7 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
     int i = 0;
     while (i < argc) {
         const char *w = argv[i];
-        int io = interp_option(w);
+        int io = opts & ST_ARGS_EXE ? 0 : interp_option(w);
         if (io) {
             if (!(opts & ST_ARGS_INTERPRETER))
                 return st_msg_set(msg, ST_EUSAGE,
@@ -241,16 +273,21 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
             i++;
             break;
         }
-        if (strcmp(w, "-m") == 0)
+        if (strcmp(w, "-m") == 0 && !(opts & ST_ARGS_EXE))
             break;
         if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0) {
-            st_args_print_python_help(out);
+            print_help(out, opts);
             return ST_EHELP;
         }
         if (w[0] != '-' || w[1] == '\0')
             break;
         const char *inl;
-        int id = find_flag(w, &inl);
+        int id = find_flag(w, &inl, opts);
+        if (id < 0 && (opts & ST_ARGS_EXE))
+            return st_msg_set(msg, ST_EUSAGE,
+                              "unknown option '%s' (see 'strata sample --help'; other settings "
+                              "through their STRATA_* variables)",
+                              w);
         if (id < 0)
             return st_msg_set(msg, ST_EUSAGE,
                               "unknown option '%s' (see 'strata python --help'; of python's own "
@@ -302,7 +339,7 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
         if (rc < 0)
             return st_msg_set(msg, ST_ENOMEM, "out of memory");
     }
-    if (i < argc && strcmp(argv[i], "-m") == 0) {
+    if (i < argc && strcmp(argv[i], "-m") == 0 && !(opts & ST_ARGS_EXE)) {
         if (i + 1 >= argc)
             return st_msg_set(msg, ST_EUSAGE, "option '-m' needs a module name");
         args->is_module = 1;
@@ -435,6 +472,11 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
     if (rc < 0)
         goto fail;
 
+    if (!args->target && (opts & ST_ARGS_EXE)) {
+        rc = st_msg_set(msg, ST_EUSAGE, "no program to sample (usage: strata sample [options] "
+                                        "-- program [args])");
+        goto fail;
+    }
     if (!args->target) {
         rc = st_msg_set(msg, ST_EUSAGE,
                         "no script to profile (usage: strata python [options] -- script.py "
@@ -442,7 +484,7 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
                         "before the script)");
         goto fail;
     }
-    if (!args->is_module) {
+    if (!args->is_module && !(opts & ST_ARGS_EXE)) {
         struct stat st;
         if (stat(args->target, &st) != 0) {
             rc = st_msg_set(msg, ST_EINVAL, "cannot open script '%s': %s", args->target,

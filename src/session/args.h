@@ -1,5 +1,6 @@
 /* The command line of `strata python` and `python -m strata`: one parser for both,
- * so that they accept the same syntax and fail with the same message.
+ * so that they accept the same syntax and fail with the same message (and, with
+ * ST_ARGS_EXE, that of `strata sample`).
  *
  *     [options] [--] script.py [args]
  *     [options] [--] -m package.module [args]
@@ -44,8 +45,14 @@ typedef struct {
  * has already started) they are an error that says where to put them. */
 #define ST_ARGS_INTERPRETER 1u
 
-/* Parses argv[0..argc) (the words after `strata python`). envp gives the
- * environment; opts is 0 or ST_ARGS_INTERPRETER. Returns 0; ST_EHELP after
+/* The command line of `strata sample`: [options] [--] program [args]. Only the
+ * flags that sampling a native program uses (the others are an error that says
+ * to use their variables); the program is not looked for here (PATH). */
+#define ST_ARGS_EXE 2u
+
+/* Parses argv[0..argc) (the words after `strata python`, or `strata sample` with
+ * ST_ARGS_EXE). envp gives the environment; opts is 0, ST_ARGS_INTERPRETER or
+ * ST_ARGS_EXE. Returns 0; ST_EHELP after
  * printing help to `out`; or ST_EUSAGE / ST_EINVAL / ST_EIO with msg filled (args
  * is then freed). warn receives warnings (unknown STRATA_ variables) and may be
  * NULL. */

@@ -288,10 +288,10 @@ void st_session_unmark(st_session_t *s)
         unlink(path);
 }
 
-int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
+int st_session_outdir(const st_settings_t *set, const char *target, int has_rank,
+                      char abs[PATH_MAX], char shown[PATH_MAX], st_msg_t *msg)
 {
-    snprintf(s->target, sizeof s->target, "%s", target);
-    const char *want = st_settings_str(&s->settings, ST_S_OUTPUT_PATH);
+    const char *want = st_settings_str(set, ST_S_OUTPUT_PATH);
     char path[PATH_MAX];
     if (*want) {
         if (snprintf(path, sizeof path, "%s", want) >= (int)sizeof path)
@@ -308,30 +308,37 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
         snprintf(path, sizeof path, "%s", base);
         struct stat st;
         /* MPI ranks share the folder of the second they started in */
-        for (int k = 2; !s->has_rank && stat(path, &st) == 0 && k < 1000; k++)
+        for (int k = 2; !has_rank && stat(path, &st) == 0 && k < 1000; k++)
             if (snprintf(path, sizeof path, "%s_%d", base, k) >= (int)sizeof path)
                 return st_msg_set(msg, ST_EINVAL, "output folder name too long");
     }
     /* Absolute now, while the working directory is still the user's. */
-    char abs[PATH_MAX];
     if (path[0] == '/') {
-        snprintf(abs, sizeof abs, "%s", path);
+        snprintf(abs, PATH_MAX, "%s", path);
     } else {
         char cwd[PATH_MAX];
         if (!getcwd(cwd, sizeof cwd))
             return st_msg_set(msg, ST_EIO, "cannot create the results folder '%s': the current "
                                            "directory is not reachable (%s)",
                               path, strerror(errno));
-        if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", path) >=
-            (int)sizeof abs)
+        if (snprintf(abs, PATH_MAX, "%s/%s", strcmp(cwd, "/") ? cwd : "", path) >= PATH_MAX)
             return st_msg_set(msg, ST_EINVAL, "output folder name too long: '%s'", path);
     }
     errno = 0;
     if (st_fs_make_dirs(abs) != 0 || access(abs, W_OK | X_OK) != 0)
         return st_msg_set(msg, ST_EIO, "cannot create the results folder '%s': %s", path,
                           strerror(errno ? errno : EACCES));
-    snprintf(s->outdir, sizeof s->outdir, "%s", abs);
-    snprintf(s->outdir_shown, sizeof s->outdir_shown, "%s", path);
+    snprintf(shown, PATH_MAX, "%s", path);
+    return 0;
+}
+
+int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
+{
+    snprintf(s->target, sizeof s->target, "%s", target);
+    int rc = st_session_outdir(&s->settings, target, s->has_rank, s->outdir, s->outdir_shown, msg);
+    if (rc < 0)
+        return rc;
+    const char *path = s->outdir_shown;
     char note[PATH_MAX];
     incomplete_path(s, note, sizeof note);
     st_msg_t why;

@@ -97,6 +97,13 @@ int st_session_set_command(st_session_t *s, int argc, char *const *argv);
  * error before anything runs. */
 int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg);
 
+/* Names and creates a results folder as st_session_make_outdir does (without its
+ * note), for a front end that makes it before the session exists (strata
+ * sample, before the program starts): abs gets its absolute path, shown the
+ * name as given. */
+int st_session_outdir(const st_settings_t *set, const char *target, int has_rank,
+                      char abs[PATH_MAX], char shown[PATH_MAX], st_msg_t *msg);
+
 /* Removes the results folder's incomplete.txt note (after the results are
  * written, or when nothing ran). */
 void st_session_unmark(st_session_t *s);

@@ -451,6 +451,30 @@ static void test_event_kinds(void)
     st_rec_free(&r);
 }
 
+/* Chains: one sampled id stands for several frames (a native address and the
+ * functions inlined there), outermost first; an id with none is left out. */
+static void test_fold_chains(void)
+{
+    st_rec_config_t c = config(0, 1 << 20, ST_EV_DISCARD);
+    c.sig_chunks = 1;
+    st_recorder_t r;
+    CHECK(st_rec_init(&r, &c) == 0);
+    st_rec_thread_t *th = st_rec_self(&r);
+    /* id 0 -> main; id 1 -> f, inl_a, inl_b (labels 10, 11, 12); id 2 -> nothing */
+    uint32_t first[4] = {0, 1, 4, 4}, labels[4] = {9, 10, 11, 12};
+    uint32_t s1[2] = {1, 0}, s2[3] = {2, 1, 0}, s3[2] = {7, 0};
+    CHECK(st_rec_sample(th, s1, 2, r.m_samples, 3) == 1);
+    CHECK(st_rec_sample(th, s2, 3, r.m_samples, 1) == 1);
+    CHECK(st_rec_sample(th, s3, 2, r.m_samples, 2) == 1);
+    CHECK(st_rec_fold_chains(&r, first, labels, 3) == 0);
+    uint32_t m = child(&th->paths, 0, 9), f = child(&th->paths, m, 10);
+    uint32_t a = child(&th->paths, f, 11), b = child(&th->paths, a, 12);
+    const uint64_t *col = st_mcols_u64(&th->paths.cols, r.m_samples);
+    CHECK(b != ST_PATH_NONE && col[b] == 4); /* s1 and s2 (its id 2 left out) */
+    CHECK(col[m] == 2);                      /* s3: id 7 is past nids */
+    st_rec_free(&r);
+}
+
 /* Discard: once the budget is spent, begins are dropped but the ends of recorded
  * begins go to the reserve, so the timeline stays balanced. */
 static void test_discard(void)
@@ -874,6 +898,7 @@ int main(void)
     test_node_limit();
     test_collector_protocol();
     test_event_kinds();
+    test_fold_chains();
     test_discard();
     test_flush();
     test_threads();

@@ -1,0 +1,198 @@
+/* `strata sample [options] [--] program [args]`: call-stack sampling of any
+ * program (issue 11).
+ *
+ * It checks the command line and the program, makes the results folder (so that
+ * a mistake is reported before anything runs), then replaces itself with the
+ * program, with strata's preload library (src/native/preload.c) appended to
+ * LD_PRELOAD and the settings in the environment: each flag given as its
+ * STRATA_* variable, the folder as STRATA_OUTPUT_PATH, and _STRATA_SAMPLE* for
+ * the library (the process to profile, the target's name, the folder's name as
+ * shown). The program keeps this process: its pid, its signals, its exit status. */
+#define _GNU_SOURCE
+#include "verbs.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/strbuf.h"
+#include "session/args.h"
+#include "session/session.h"
+
+extern char **environ;
+
+#ifndef STRATA_PRELOAD_REL
+#define STRATA_PRELOAD_REL ""
+#endif
+#define PRELOAD_NAME "libstrata-preload.so"
+
+static int die(const char *text)
+{
+    fprintf(stderr, "strata: error: %s\n", text);
+    return 2;
+}
+
+/* The preload library: beside this executable (a build tree), else where the
+ * Python package installs it relative to the scripts folder. */
+static int find_preload(char *buf, size_t size)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    const char *dir = dirname(self);
+    const char *rel[] = {"", STRATA_PRELOAD_REL};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        if (i > 0 && !*rel[i])
+            continue;
+        if (snprintf(buf, size, "%s/%s%s" PRELOAD_NAME, dir, rel[i], *rel[i] ? "/" : "") <
+                (int)size &&
+            access(buf, R_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* 0 unless `path` is an ELF executable with no program interpreter (statically
+ * linked: the loader that reads LD_PRELOAD never runs); scripts and dynamic
+ * executables pass. */
+static int check_dynamic(const char *path, const char *prog, char *why, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0; /* execvp says why */
+    Elf64_Ehdr eh;
+    int is_static = 0;
+    if (fread(&eh, sizeof eh, 1, f) == 1 && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+        is_static = 1;
+        for (int i = 0; i < eh.e_phnum && is_static; i++) {
+            Elf64_Phdr ph;
+            if (fseek(f, (long)(eh.e_phoff + (uint64_t)i * sizeof ph), SEEK_SET) != 0 ||
+                fread(&ph, sizeof ph, 1, f) != 1)
+                is_static = 0; /* unreadable: let the kernel judge */
+            else if (ph.p_type == PT_INTERP)
+                is_static = 0;
+        }
+    }
+    fclose(f);
+    if (is_static)
+        snprintf(why, size, "'%s' is statically linked: strata sample needs a program that "
+                            "loads shared libraries (its preload library is one)", prog);
+    return is_static ? -1 : 0;
+}
+
+/* 0 when `prog` names an executable file (a path, or a name found in PATH) that
+ * is not statically linked. */
+static int check_program(const char *prog, char *why, size_t size)
+{
+    struct stat st;
+    if (strchr(prog, '/')) {
+        if (stat(prog, &st) != 0) {
+            snprintf(why, size, "cannot run '%s': %s", prog, strerror(errno));
+            return -1;
+        }
+        if (S_ISDIR(st.st_mode) || access(prog, X_OK) != 0) {
+            snprintf(why, size, "cannot run '%s': not an executable file", prog);
+            return -1;
+        }
+        return check_dynamic(prog, prog, why, size);
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; p++) {
+        size_t n = strcspn(p, ":");
+        char full[PATH_MAX];
+        if (snprintf(full, sizeof full, "%.*s%s%s", (int)n, n ? p : ".", "/", prog) <
+                (int)sizeof full &&
+            stat(full, &st) == 0 && !S_ISDIR(st.st_mode) && access(full, X_OK) == 0)
+            return check_dynamic(full, prog, why, size);
+        p += n;
+        if (!*p)
+            break;
+    }
+    snprintf(why, size, "program '%s' not found in PATH", prog);
+    return -1;
+}
+
+/* Each flag given on the command line as its STRATA_* variable. */
+static int export_flags(const st_settings_t *set)
+{
+    st_strbuf_t v;
+    st_strbuf_init(&v);
+    int rc = 0;
+    for (int i = 0; i < ST_NSETTINGS && rc == 0; i++) {
+        if (set->v[i].source != ST_SRC_FLAG)
+            continue;
+        st_strbuf_reset(&v);
+        st_settings_format(set, (st_setting_id_t)i, &v);
+        rc = v.failed ? -1 : setenv(st_setting_def((st_setting_id_t)i)->env, st_strbuf_cstr(&v), 1);
+    }
+    st_strbuf_free(&v);
+    return rc;
+}
+
+int st_sample_main(int argc, char **argv)
+{
+    st_args_t args;
+    st_msg_t msg;
+    int rc = st_args_parse_python(&args, argc, argv, environ, ST_ARGS_EXE, NULL, stdout, &msg);
+    if (rc == ST_EHELP)
+        return 0;
+    if (rc < 0)
+        return die(msg.text);
+    char why[PATH_MAX + 64], lib[PATH_MAX];
+    if (check_program(args.target, why, sizeof why) < 0) {
+        st_args_free(&args);
+        return die(why);
+    }
+    if (find_preload(lib, sizeof lib) < 0) {
+        st_args_free(&args);
+        return die("cannot find strata's preload library " PRELOAD_NAME " (is strata installed "
+                   "whole?)");
+    }
+    /* the results folder, named after the program */
+    char target[128], abs[PATH_MAX], shown[PATH_MAX];
+    snprintf(target, sizeof target, "%s", strrchr(args.target, '/') ? strrchr(args.target, '/') + 1
+                                                                   : args.target);
+    uint32_t rank;
+    if (st_session_outdir(&args.settings, target, st_session_rank_from_env(NULL, &rank), abs, shown,
+                          &msg) < 0) {
+        st_args_free(&args);
+        return die(msg.text);
+    }
+    /* LD_PRELOAD: the program's own first (a sanitizer's runtime must come first) */
+    const char *old = getenv("LD_PRELOAD");
+    st_strbuf_t pre;
+    st_strbuf_init(&pre);
+    if (old && *old)
+        st_strbuf_printf(&pre, "%s ", old);
+    st_strbuf_puts(&pre, lib);
+    char pid[32];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    if (pre.failed || export_flags(&args.settings) < 0 || setenv("LD_PRELOAD", st_strbuf_cstr(&pre), 1) < 0 ||
+        setenv("STRATA_OUTPUT_PATH", abs, 1) < 0 || setenv("STRATA_USE_SAMPLING", "ON", 1) < 0 ||
+        setenv("_STRATA_SAMPLE", pid, 1) < 0 || setenv("_STRATA_SAMPLE_TARGET", target, 1) < 0 ||
+        setenv("_STRATA_SAMPLE_SHOWN", shown, 1) < 0) {
+        st_strbuf_free(&pre);
+        st_args_free(&args);
+        return die("out of memory");
+    }
+    st_strbuf_free(&pre);
+    char **cmd = args.target_args - 1; /* the program's word, then its arguments */
+    const char *prog = args.target;
+    st_args_free(&args);
+    execvp(prog, cmd);
+    snprintf(why, sizeof why, "cannot run '%s': %s", prog, strerror(errno));
+    rmdir(abs);
+    return die(why);
+}

@@ -1,0 +1,394 @@
+/* libstrata-preload.so: `strata sample -- exe [args]` runs the program with this
+ * library in LD_PRELOAD (issue 11).
+ *
+ * Design note. The `strata` command checks the command line, makes the results
+ * folder and passes everything through the environment: the settings as
+ * STRATA_* variables (the flags given turned into their variables, the results
+ * folder as STRATA_OUTPUT_PATH), and _STRATA_SAMPLE=<pid>, the process it
+ * replaces itself with. The constructor of the library starts a session in that
+ * process only (a child started with fork and exec loads the library too, and
+ * stays untouched; an exec of the process itself starts a new session in the
+ * new image, into the same folder, so that `strata sample -- env X=1 ./app` or a
+ * shell script ending in `exec ./app` profiles the program they run). The
+ * results are written by an atexit handler (after the program's own), or by the
+ * program's _exit.
+ *
+ * What the library interposes, each a thin wrapper around the next definition
+ * (dlsym RTLD_NEXT):
+ *   pthread_create  the new thread starts sampling itself before its routine;
+ *   dlopen, dlclose the module map is refreshed after (sampled addresses in a
+ *                   library unloaded later still resolve), and libunwind is kept
+ *                   out of a thread inside the loader;
+ *   execve, execv, execvp, execvpe, execl, execlp, execle
+ *                   the timers stop and the pending signal is drained before an
+ *                   exec; it goes on if the exec fails;
+ *   _exit, _Exit    the results are written first (in the session's process);
+ *   nanosleep, clock_nanosleep, sleep, usleep, poll, ppoll, select, pselect,
+ *   epoll_wait, epoll_pwait, accept, accept4, connect, recv, recvfrom, recvmsg,
+ *   sigtimedwait    with the wall clock, the signal is held back while they wait
+ *                   (no EINTR the program would not see without strata).
+ * Other blocking calls that a handler interrupts even with SA_RESTART (read or
+ * write on a socket with a timeout, msgrcv, semop) are not wrapped: under the
+ * wall clock they may return EINTR, which careful programs retry.
+ * What cannot be caught (a fatal signal, SIGKILL) leaves the results folder with
+ * its incomplete.txt note, which says so. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/settings.h"
+#include "native/sampler.h"
+#include "session/session.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+extern char **environ;
+
+static struct {
+    st_session_t session;
+    pid_t pid;                /* the session's process */
+    int live, finished;
+    int terminal;             /* strata's copy of the terminal (fd 2 at the start) */
+    pthread_mutex_t lock;
+} pl = {.terminal = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "strata: error: %s\n", what);
+    fflush(stderr);
+    _exit(2);
+}
+
+/* The next definition of `name` (libc's, or another preloaded library's). */
+static void *next(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        fprintf(stderr, "strata: error: %s not found: %s\n", name, dlerror());
+        abort();
+    }
+    return f;
+}
+
+/* Stops sampling and writes the results, once, in the session's process. */
+static void finish(void)
+{
+    pthread_mutex_lock(&pl.lock);
+    int mine = pl.live && !pl.finished && getpid() == pl.pid;
+    pl.finished |= mine;
+    pthread_mutex_unlock(&pl.lock);
+    if (!mine)
+        return;
+    st_session_stop(&pl.session);
+    FILE *notes = pl.terminal >= 0 ? fdopen(pl.terminal, "w") : NULL;
+    FILE *tables = st_settings_bool(&pl.session.settings, ST_S_PRINT_TABLES) ? notes : NULL;
+    st_msg_t msg;
+    if (st_session_finish(&pl.session, NULL, tables, notes, &msg) < 0 && !notes)
+        fprintf(stderr, "strata: error: %s\n", msg.text);
+    if (notes)
+        fclose(notes);
+    pl.terminal = -1;
+}
+
+__attribute__((constructor)) static void preload_start(void)
+{
+    const char *mark = getenv("_STRATA_SAMPLE");
+    if (!mark || atol(mark) != (long)getpid())
+        return; /* a child of the program: not profiled */
+    st_settings_t set;
+    st_msg_t msg;
+    if (st_settings_init(&set) < 0)
+        fail("out of memory");
+    if (st_settings_load_sources(&set, NULL, environ, NULL, &msg) < 0)
+        fail(msg.text);
+    /* sampling alone: no call is timed (no deterministic profile here) */
+    st_settings_set(&set, ST_S_USE_SAMPLING, "ON", ST_SRC_FLAG, &msg);
+    st_settings_set(&set, ST_S_PROFILE, "OFF", ST_SRC_FLAG, &msg);
+    /* the program's name, and its command line as the kernel has it */
+    char exe[4096] = "", cmdline[8192];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *argv[256];
+    int argc = 0;
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    size_t got = f ? fread(cmdline, 1, sizeof cmdline - 1, f) : 0;
+    if (f)
+        fclose(f);
+    cmdline[got] = '\0';
+    for (size_t i = 0; i < got && argc < 255; i += strlen(cmdline + i) + 1)
+        argv[argc++] = cmdline + i;
+    const char *target = getenv("_STRATA_SAMPLE_TARGET");
+    if (!target || !*target)
+        target = *exe ? basename(exe) : "program";
+    int rc = st_session_begin(&pl.session, &set, target, argc, argv, &msg);
+    st_settings_free(&set);
+    if (rc < 0)
+        fail(msg.text);
+    const char *shown = getenv("_STRATA_SAMPLE_SHOWN");
+    if (shown && *shown)
+        snprintf(pl.session.outdir_shown, sizeof pl.session.outdir_shown, "%s", shown);
+    pl.session.helper_threads = 1; /* the sampler's */
+    pl.terminal = fcntl(2, F_DUPFD_CLOEXEC, 10);
+    pl.pid = getpid();
+    if (st_session_add_collector(&pl.session, &st_nsampler_collector) < 0 ||
+        st_session_start(&pl.session, &msg) < 0)
+        fail(msg.text);
+    pl.live = 1;
+    atexit(finish);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Threads                                                                   */
+
+typedef struct {
+    void *(*fn)(void *);
+    void *arg;
+} start_t;
+
+static void *trampoline(void *p)
+{
+    start_t s = *(start_t *)p;
+    free(p);
+    st_nsampler_thread_start();
+    return s.fn(s.arg);
+}
+
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+                          void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real)
+        real = next("pthread_create");
+    start_t *s = pl.live && !pl.finished ? malloc(sizeof *s) : NULL;
+    if (!s)
+        return real(thread, attr, fn, arg);
+    s->fn = fn;
+    s->arg = arg;
+    int rc = real(thread, attr, trampoline, s);
+    if (rc != 0)
+        free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The loader                                                                */
+
+EXPORT void *dlopen(const char *file, int flags)
+{
+    static void *(*real)(const char *, int);
+    if (!real)
+        real = next("dlopen");
+    st_nsampler_loader_enter();
+    void *h = real(file, flags);
+    int saved = errno;
+    st_nsampler_loader_leave(0);
+    errno = saved;
+    return h;
+}
+
+EXPORT int dlclose(void *handle)
+{
+    static int (*real)(void *);
+    if (!real)
+        real = next("dlclose");
+    st_nsampler_loader_enter();
+    int rc = real(handle);
+    int saved = errno;
+    st_nsampler_loader_leave(1);
+    errno = saved;
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Calls that wait                                                           */
+
+/* With the wall clock, the sampling signal is held back while the program waits
+ * (native/sampler.h: st_nsampler_wait_begin): nanosleep, poll, select and socket
+ * calls with a timeout return EINTR after any handler, SA_RESTART or not, and the
+ * program must not see that. The wrappers live in their own section, so that
+ * their frames stay in the samples, named as the calls they wrap. */
+#define WAITER __attribute__((section("strata_waits"), noinline)) EXPORT
+#define WAIT(name, ret, params, args)                                                   \
+    WAITER ret name params                                                              \
+    {                                                                                   \
+        static ret(*real) params;                                                       \
+        if (!real)                                                                      \
+            real = (ret(*) params)next(#name);                                          \
+        sigset_t old;                                                                   \
+        int held = st_nsampler_wait_begin(&old);                                        \
+        ret rc = real args;                                                             \
+        if (held) {                                                                     \
+            int saved = errno;                                                          \
+            st_nsampler_wait_end(&old);                                                 \
+            errno = saved;                                                              \
+        }                                                                               \
+        return rc;                                                                      \
+    }
+
+WAIT(nanosleep, int, (const struct timespec *req, struct timespec *rem), (req, rem))
+WAIT(clock_nanosleep, int, (clockid_t c, int flags, const struct timespec *req,
+                            struct timespec *rem), (c, flags, req, rem))
+WAIT(usleep, int, (useconds_t us), (us))
+WAIT(sleep, unsigned int, (unsigned int secs), (secs))
+WAIT(poll, int, (struct pollfd *fds, nfds_t n, int ms), (fds, n, ms))
+WAIT(ppoll, int, (struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *m),
+     (fds, n, t, m))
+WAIT(select, int, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t), (n, r, w, e, t))
+WAIT(pselect, int, (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
+                    const sigset_t *m), (n, r, w, e, t, m))
+WAIT(epoll_wait, int, (int fd, struct epoll_event *ev, int max, int ms), (fd, ev, max, ms))
+WAIT(epoll_pwait, int, (int fd, struct epoll_event *ev, int max, int ms, const sigset_t *m),
+     (fd, ev, max, ms, m))
+WAIT(accept, int, (int fd, struct sockaddr *a, socklen_t *l), (fd, a, l))
+WAIT(accept4, int, (int fd, struct sockaddr *a, socklen_t *l, int flags), (fd, a, l, flags))
+WAIT(connect, int, (int fd, const struct sockaddr *a, socklen_t l), (fd, a, l))
+WAIT(recv, ssize_t, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags))
+WAIT(recvfrom, ssize_t, (int fd, void *buf, size_t n, int flags, struct sockaddr *a,
+                         socklen_t *l), (fd, buf, n, flags, a, l))
+WAIT(recvmsg, ssize_t, (int fd, struct msghdr *m, int flags), (fd, m, flags))
+WAIT(sigtimedwait, int, (const sigset_t *set, siginfo_t *info, const struct timespec *t),
+     (set, info, t))
+
+/* ------------------------------------------------------------------------- */
+/* exec and _exit                                                            */
+
+/* Runs one exec: sampling pauses around it in the session's process. */
+#define AROUND_EXEC(call)                                                               \
+    do {                                                                                \
+        int mine_ = pl.live && !pl.finished && getpid() == pl.pid;                      \
+        if (mine_)                                                                      \
+            st_nsampler_before_exec();                                                  \
+        int rc_ = (call);                                                               \
+        int saved_ = errno;                                                             \
+        if (mine_)                                                                      \
+            st_nsampler_exec_failed();                                                  \
+        errno = saved_;                                                                 \
+        return rc_;                                                                     \
+    } while (0)
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    static int (*real)(const char *, char *const[], char *const[]);
+    if (!real)
+        real = next("execve");
+    AROUND_EXEC(real(path, argv, envp));
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+    static int (*real)(const char *, char *const[]);
+    if (!real)
+        real = next("execv");
+    AROUND_EXEC(real(path, argv));
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+    static int (*real)(const char *, char *const[]);
+    if (!real)
+        real = next("execvp");
+    AROUND_EXEC(real(file, argv));
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    static int (*real)(const char *, char *const[], char *const[]);
+    if (!real)
+        real = next("execvpe");
+    AROUND_EXEC(real(file, argv, envp));
+}
+
+/* The arguments of an execl-style call as an array (and, for execle, the
+ * environment after the terminating NULL). */
+static char **collect(const char *arg0, va_list ap, char ***envp)
+{
+    va_list c;
+    va_copy(c, ap);
+    size_t n = 1;
+    while (va_arg(c, char *))
+        n++;
+    va_end(c);
+    char **argv = malloc((n + 1) * sizeof *argv);
+    if (!argv)
+        return NULL;
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = i < n ? va_arg(ap, char *) : NULL;
+    if (envp)
+        *envp = va_arg(ap, char **);
+    return argv;
+}
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = collect(arg, ap, NULL);
+    va_end(ap);
+    if (!argv) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = execv(path, argv);
+    free(argv);
+    return rc;
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = collect(arg, ap, NULL);
+    va_end(ap);
+    if (!argv) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = execvp(file, argv);
+    free(argv);
+    return rc;
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **envp = NULL;
+    char **argv = collect(arg, ap, &envp);
+    va_end(ap);
+    if (!argv) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = execve(path, argv, envp);
+    free(argv);
+    return rc;
+}
+
+EXPORT void _exit(int status)
+{
+    static void (*real)(int) __attribute__((noreturn));
+    if (!real)
+        real = next("_exit");
+    finish();
+    real(status);
+}
+
+EXPORT void _Exit(int status)
+{
+    _exit(status);
+}

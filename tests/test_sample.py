@@ -1,0 +1,231 @@
+"""`strata sample -- program`: call-stack sampling of any program (issue 11).
+
+A C program with a known split is sampled built three ways (frame pointers at -O0
+and -O2, none at -O2); threads started before and after the first samples are
+sampled and named; fork, exec and dlopen/dlclose; the program keeps its own SIGPROF
+timer, its exit status and its output; waits under the wall clock see no EINTR and
+are attributed to the call that waited; mistakes are one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import STRATA, TESTS, load_profile
+
+SRC = TESTS / "data" / "native"
+
+
+@pytest.fixture(scope="session")
+def programs(tmp_path_factory):
+    """The test program built three ways, and its library."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (Debian build-essential) to build the test programs")
+    out = tmp_path_factory.mktemp("native")
+    builds = {
+        "fp_o0": ["-O0", "-fno-omit-frame-pointer"],
+        "fp_o2": ["-O2", "-fno-omit-frame-pointer"],
+        "nofp_o2": ["-O2", "-fomit-frame-pointer"],
+    }
+    progs = {}
+    for name, flags in builds.items():
+        exe = out / f"split_{name}"
+        subprocess.run([cc, "-g", *flags, str(SRC / "split.c"), "-o", str(exe), "-ldl",
+                        "-lpthread"], check=True)
+        progs[name] = exe
+    lib = out / "libdso.so"
+    subprocess.run([cc, "-g", "-O1", "-fPIC", "-shared", str(SRC / "dso.c"), "-o", str(lib)],
+                   check=True)
+    progs["dso"] = lib
+    return progs
+
+
+def sample(runner, *args, env=None):
+    return runner.run([STRATA, "sample", *args], env=env)
+
+
+def tree(profile: dict, thread: int | None = None) -> dict:
+    """{(label, ...): samples} of every node's own samples, over the threads."""
+    out = {}
+    for th in profile["threads"]:
+        if thread is not None and th["index"] != thread:
+            continue
+        paths = {}
+        for n in th["nodes"]:
+            paths[n["id"]] = (paths[n["parent"]] if n["parent"] >= 0 else ()) + (n["label"],)
+            v = n["metrics"].get("samples", 0)
+            if v:
+                out[paths[n["id"]]] = out.get(paths[n["id"]], 0) + v
+    return out
+
+
+def through(profile: dict, label: str, thread: int | None = None) -> int:
+    """Samples of the paths through `label`."""
+    return sum(v for p, v in tree(profile, thread).items() if label in p)
+
+
+@pytest.mark.parametrize("build", ["fp_o0", "fp_o2", "nofp_o2"])
+def test_known_split(runner, programs, build):
+    """f 70 %, g 30 %: within 2 points at 1 kHz of CPU time (libunwind walks the
+    program built without frame pointers; frame pointers the others)."""
+    res = sample(runner, "-f", "1000", "--", programs[build], "split", "1.5")
+    assert res.returncode == 3 and res.stdout == "done\n", res.describe()
+    prof = load_profile(runner.results())
+    f, g = through(prof, "f"), through(prof, "g")
+    assert f + g > 1200, (f, g, res.stderr)
+    assert abs(f / (f + g) - 0.70) <= 0.02, (f, g)
+    # stacks read from the program's entry down: main -> (split, inlined at -O2) ->
+    # f -> spin
+    def calls_down(p):
+        return "main" in p and "f" in p and p.index("main") < p.index("f") and \
+            p[p.index("f") + 1:p.index("f") + 2] == ("spin",)
+    assert any(calls_down(p) for p in tree(prof)), list(tree(prof))[:10]
+    st = prof["stack_sampling"]
+    assert st["clock"] == "cpu" and st["frequency"] == 1000 and st["threads"] == 1
+    assert 900 <= st["period_rate_min"] <= 1010, st
+    assert prof["components"] == []
+    assert "STACK SAMPLES TAKEN" in res.stderr and "[strata] stack sampling:" in res.stderr
+    assert (runner.results() / "samples.txt").is_file()
+
+
+def test_frame_pointers_forced(runner, programs):
+    """STRATA_SAMPLING_UNWIND=fp on a program with frame pointers: the same split,
+    no libunwind."""
+    res = sample(runner, "-f", "1000", programs["fp_o2"], "split", "1",
+                 env={"STRATA_SAMPLING_UNWIND": "fp"})
+    assert res.returncode == 3, res.describe()
+    prof = load_profile(runner.results())
+    f, g = through(prof, "f"), through(prof, "g")
+    assert f + g > 800 and abs(f / (f + g) - 0.70) <= 0.03, (f, g)
+
+
+def test_threads_before_and_after(runner, programs):
+    """A thread started at once and one started later (ending with pthread_exit)
+    are both sampled, under their own names, from their start routines."""
+    res = sample(runner, "-f", "500", programs["fp_o2"], "threads")
+    assert res.returncode == 0 and res.stdout == "threads\n", res.describe()
+    prof = load_profile(runner.results())
+    names = {th["name"]: th["index"] for th in prof["threads"]}
+    assert "early" in names and "late" in names, names
+    for name, fn in (("early", "early_worker"), ("late", "late_worker")):
+        n = through(prof, fn, names[name])
+        assert n > 100, (name, n, tree(prof, names[name]))
+    assert prof["stack_sampling"]["threads"] == 3
+    # strata's own thread trampoline is not on the stacks
+    assert not any("trampoline" in lab for p in tree(prof) for lab in p)
+
+
+def test_thread_blocking_the_signal(runner, programs):
+    """A thread that blocks every signal is not sampled, and the run says so."""
+    res = sample(runner, "-f", "500", programs["fp_o2"], "deaf")
+    assert res.returncode == 0 and res.stdout == "deaf\n", res.describe()
+    assert "blocks signal" in res.stderr, res.stderr
+
+
+def test_program_keeps_its_sigprof(runner, programs):
+    res = sample(runner, programs["fp_o2"], "sigprof")
+    assert res.returncode == 0 and res.stdout == "sigprof ok\n", res.describe()
+
+
+def test_waits_under_the_wall_clock(runner, programs):
+    """nanosleep, poll, select, a socket timeout and usleep under the wall clock:
+    no EINTR, and the waiting time is sampled where the program waited."""
+    res = sample(runner, "-f", "1000", "--sample-clock", "wall", programs["fp_o2"], "waits")
+    assert res.returncode == 0 and res.stdout == "eintr 0\n", res.describe()
+    prof = load_profile(runner.results())
+    for call in ("nanosleep", "poll", "select", "recv"):
+        assert through(prof, call) >= 60, (call, tree(prof))
+    assert prof["stack_sampling"]["clock"] == "wall"
+
+
+def test_fork(runner, programs):
+    """The child runs unsampled and exits as it would; the parent's profile is
+    written once."""
+    res = sample(runner, "-f", "500", programs["fp_o2"], "fork")
+    assert res.returncode == 0 and res.stdout == "child 7\n", res.describe()
+    assert res.stderr.count("[strata] results in") == 1, res.stderr
+    assert through(load_profile(runner.results()), "spin") > 20
+
+
+def test_exec(runner, programs):
+    """An exec of the process: the image it becomes is profiled, into the same
+    folder, and its exit status is the run's."""
+    res = sample(runner, "-f", "1000", programs["fp_o2"], "exec")
+    assert res.returncode == 5 and res.stdout == "after exec\n", res.describe()
+    prof = load_profile(runner.results())
+    assert through(prof, "f") > 80 and through(prof, "g") > 30
+    assert not (runner.results() / "incomplete.txt").exists()
+
+
+def test_dlopen_dlclose(runner, programs):
+    """Functions of a library unloaded before the end are still named."""
+    res = sample(runner, "-f", "1000", programs["fp_o2"], "dlopen", programs["dso"])
+    assert res.returncode == 0 and res.stdout == "dlopen\n", res.describe()
+    prof = load_profile(runner.results())
+    assert through(prof, "dso_inner") > 150, tree(prof)
+    assert any(p[-2:] == ("dso_work", "dso_inner") for p in tree(prof)), list(tree(prof))
+
+
+def test_abort_keeps_status_and_says_why(runner, programs):
+    """A program that dies of a signal dies of it under strata too; the folder holds
+    the note that says why there is no profile."""
+    res = sample(runner, programs["fp_o2"], "abort")
+    assert res.returncode == -6, res.describe()
+    assert (runner.results() / "incomplete.txt").is_file()
+
+
+def test_report_formats(runner, programs):
+    """A native profile renders in the report formats (folded stacks here)."""
+    res = sample(runner, "-f", "500", programs["fp_o2"], "split", "0.5")
+    assert res.returncode == 3, res.describe()
+    out = runner.run([STRATA, "report", "--format", "folded", "-o", "folded.txt",
+                      runner.results()])
+    assert out.returncode == 0, out.describe()
+    text = (runner.dir / "folded.txt").read_text()
+    assert ";main;split;f;spin " in text, text[:2000]
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "no program to sample"),
+    (["--", "no-such-program-xyz"], "program 'no-such-program-xyz' not found in PATH"),
+    (["./missing"], "cannot run './missing'"),
+    (["-f", "0", "true"], "STRATA_SAMPLING_FREQ"),
+    (["--builtin", "true"], "unknown option '--builtin'"),
+    (["--sample-clock", "sometimes", "true"], "STRATA_SAMPLING_CLOCK"),
+    (["static-prog"], "'static-prog' is statically linked"),
+])
+def test_mistakes(runner, args, message):
+    if args == ["static-prog"]:
+        # a statically linked program never reads LD_PRELOAD: refused before it runs
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            pytest.skip("no C compiler")
+        (runner.dir / "bin").mkdir()
+        (runner.dir / "s.c").write_text("int main(void) { return 0; }\n")
+        built = subprocess.run([cc, "-static", str(runner.dir / "s.c"), "-o",
+                                str(runner.dir / "bin" / "static-prog")], capture_output=True)
+        if built.returncode != 0:
+            pytest.skip(f"cannot link statically here: {built.stderr.decode()[-200:]}")
+        import os
+        res = runner.run([STRATA, "sample", *args],
+                         env={"PATH": f"{runner.dir / 'bin'}:{os.environ['PATH']}"})
+        assert res.returncode == 2 and message in res.stderr, res.describe()
+        return
+    res = sample(runner, *args)
+    assert res.returncode == 2 and res.stdout == "", res.describe()
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("strata: error: ") and message in lines[0], \
+        res.stderr
+    assert not list(runner.dir.glob("strata-*-output")), "a folder was left behind"
+
+
+def test_help(runner):
+    res = sample(runner, "--help")
+    assert res.returncode == 0 and res.stdout.startswith("usage: strata sample "), res.describe()
+    for flag in ("-f HZ", "--sample-clock", "-o DIR"):
+        assert flag in res.stdout
+    assert "--builtin" not in res.stdout
