@@ -10,15 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "sampling/addrtab.h"
-#include "sampling/modules.h"
+#include "sampling/nstack.h"
 #include "sampling/stacks.h"
-#include "sampling/symbols.h"
-#include "sampling/unwind.h"
 #include "session/session.h"
-
-#define PC_BITS 18                 /* 256 Ki distinct addresses */
-#define PC_UNKNOWN (1u << PC_BITS) /* the id of an address that found no entry */
 
 /* One thread's own state: what its unwinding needs. */
 typedef struct {
@@ -28,19 +22,18 @@ typedef struct {
 } nthread_t;
 
 static st_stacks_t stacks = ST_STACKS_INIT;
+static st_nstack_t nstack = ST_NSTACK_INIT;
+
+/* The preload library's wrappers of waiting calls (section strata_waits): their
+ * frames are kept, named as the calls they wrap, where strata's others go. */
+extern const char __start_strata_waits[] __attribute__((weak));
+extern const char __stop_strata_waits[] __attribute__((weak));
 
 static struct {
-    st_addrtab_t pcs;
-    _Atomic uint32_t *gens;        /* per id: the module generation first seen in */
-    st_modules_t mods;             /* under `lock` */
-    _Atomic uint32_t gen;          /* mods.gen, published for handlers */
-    pthread_mutex_t lock;
-    int method;                    /* ST_UNWIND_FP or ST_UNWIND_LIBUNWIND */
-    const char *unwinder;          /* what walks stacks, for the note */
     int on;
     pthread_key_t key;             /* its destructor drops an ending thread */
     int key_made;
-} ns = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} ns;
 
 static __thread nthread_t *self __attribute__((tls_model("initial-exec")));
 
@@ -50,23 +43,10 @@ static __thread nthread_t *self __attribute__((tls_model("initial-exec")));
 static int walk(st_sthread_t *t, void *ucontext, uint32_t *ids, int cap)
 {
     nthread_t *n = t->ctx;
-    uintptr_t pcs[ST_EV_MAX_FRAMES];
-    int got = st_unwind(ucontext, &n->uw, ns.method, pcs, cap < ST_EV_MAX_FRAMES ? cap : ST_EV_MAX_FRAMES);
-    if (got < 0)
-        return got;
     /* the signal a wait held back comes in inside wait_end's sigmask call: that
      * libc frame is not where the thread waited (wait_end's own frame is left out
      * with strata's others; the wrapper, named as the call it wraps, stays) */
-    int skip = n->waking && got > 1;
-    uint32_t gen = atomic_load_explicit(&ns.gen, memory_order_acquire);
-    for (int i = skip; i < got; i++) {
-        int claimed = 0;
-        uint32_t id = pcs[i] ? st_addrtab_id(&ns.pcs, pcs[i], &claimed) : ST_ADDRTAB_NONE;
-        if (claimed)
-            atomic_store_explicit(&ns.gens[id], gen, memory_order_relaxed);
-        ids[i - skip] = id == ST_ADDRTAB_NONE ? PC_UNKNOWN : id;
-    }
-    return got - skip;
+    return st_nstack_walk(&nstack, ucontext, &n->uw, n->waking ? 1 : 0, 0, 0, 0, ids, cap, NULL);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -128,26 +108,13 @@ void st_nsampler_loader_enter(void)
         self->uw.in_loader++;
 }
 
-/* Takes a new snapshot of the loaded objects and publishes its generation. */
-static void refresh_modules(void)
-{
-    pthread_mutex_lock(&ns.lock);
-    if (st_modules_refresh(&ns.mods) == ST_ERANGE)
-        st_stacks_note(&stacks, "more than %d libraries were loaded: addresses in the later "
-                                "ones are not named", ST_MODULES_MAX);
-    atomic_store_explicit(&ns.gen, ns.mods.gen, memory_order_release);
-    pthread_mutex_unlock(&ns.lock);
-}
-
 void st_nsampler_loader_leave(int unloaded)
 {
     if (self && self->uw.in_loader > 0)
         self->uw.in_loader--;
-    if (!ns.on)
-        return;
-    refresh_modules();
-    if (unloaded && ns.method == ST_UNWIND_LIBUNWIND)
-        st_unwind_libunwind_flush();
+    if (ns.on && st_nstack_refresh(&nstack, unloaded))
+        st_stacks_note(&stacks, "more than %d libraries were loaded: addresses in the later "
+                                "ones are not named", ST_MODULES_MAX);
 }
 
 int st_nsampler_wait_begin(sigset_t *old)
@@ -205,160 +172,46 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     st_sigclock_t clock =
         strcmp(st_settings_str(set, ST_S_SAMPLING_CLOCK), "wall") == 0 ? ST_SIGCLOCK_WALL
                                                                       : ST_SIGCLOCK_CPU;
-    const char *want = st_settings_str(set, ST_S_SAMPLING_UNWIND);
-    ns.method = ST_UNWIND_FP;
-    ns.unwinder = "frame pointers";
-    if (strcmp(want, "fp") != 0) {
-        st_msg_t why;
-        if (st_unwind_libunwind_load(&why) == 0) {
-            ns.method = ST_UNWIND_LIBUNWIND;
-            ns.unwinder = "libunwind";
-        } else if (strcmp(want, "libunwind") == 0) {
-            return st_msg_set(msg, ST_EINVAL, "STRATA_SAMPLING_UNWIND=libunwind: %s", why.text);
-        } else {
-            st_stacks_note(&stacks, "native stacks are walked by frame pointers: %s", why.text);
-        }
-    }
-    if (st_addrtab_new(&ns.pcs, PC_BITS) < 0 ||
-        !(ns.gens = calloc((size_t)1 << PC_BITS, sizeof *ns.gens))) {
-        st_addrtab_free(&ns.pcs);
-        return st_msg_set(msg, ST_ENOMEM, "out of memory");
-    }
-    int rc = st_stacks_start(&stacks, &s->rec, s->rec.m_samples,
-                             (int)st_settings_int(set, ST_S_SAMPLING_SIGNAL), clock, freq, walk,
-                             msg);
+    char why_fp[sizeof(st_msg_t)];
+    int rc = st_nstack_start(&nstack, st_settings_str(set, ST_S_SAMPLING_UNWIND), why_fp,
+                             sizeof why_fp, msg);
+    if (rc < 0)
+        return rc;
+    nstack.keep_lo = (uintptr_t)__start_strata_waits;
+    nstack.keep_hi = (uintptr_t)__stop_strata_waits;
+    rc = st_stacks_start(&stacks, &s->rec, s->rec.m_samples,
+                         (int)st_settings_int(set, ST_S_SAMPLING_SIGNAL), clock, freq, walk, msg);
     if (rc < 0) {
-        st_addrtab_free(&ns.pcs);
-        free((void *)ns.gens);
-        ns.gens = NULL;
+        st_nstack_end(&nstack);
         return rc;
     }
+    if (*why_fp)
+        st_stacks_note(&stacks, "native stacks are walked by frame pointers: %s", why_fp);
     if (!ns.key_made)
         ns.key_made = pthread_key_create(&ns.key, thread_end) == 0;
-    refresh_modules();
     ns.on = 1;
     add_self();
     if (st_stacks_maint_start(&stacks, NULL, NULL) < 0) {
         ns.on = 0;
         st_stacks_stop(&stacks);
         st_stacks_end(&stacks);
-        st_addrtab_free(&ns.pcs);
+        st_nstack_end(&nstack);
         return st_msg_set(msg, ST_EIO, "cannot start the stack sampler's thread");
     }
     s->stack_sampling = 1;
     return 0;
 }
 
-/* The preload library's wrappers of waiting calls (section strata_waits): their
- * frames are kept, named as the calls they wrap, where strata's others go. */
-extern const char __start_strata_waits[] __attribute__((weak));
-extern const char __stop_strata_waits[] __attribute__((weak));
-
-static int in_wait_wrapper(uintptr_t pc)
-{
-    return __start_strata_waits && pc >= (uintptr_t)__start_strata_waits &&
-           pc < (uintptr_t)__stop_strata_waits;
-}
-
-/* The path of the object holding strata's own code (its frames are left out). */
-static const char *own_object(void)
-{
-    Dl_info info;
-    return dladdr((void *)own_object, &info) && info.dli_fname ? info.dli_fname : NULL;
-}
-
-/* The label of one symbolised frame: its function, tagged with its location
- * (source file, or the module where there is none; line 0: the function, not
- * the call site), so that two functions of one name in two files are two. */
-static int frame_label(st_session_t *s, const st_symframe_t *f, uint32_t *label)
-{
-    const char *file = f->file ? f->file : f->module ? f->module : "~";
-    uint32_t loc;
-    if (st_loctab_add(&s->locs, file, 0, f->function, &loc) < 0 ||
-        st_intern_tagged(&s->labels, f->function, strlen(f->function), loc, label) < 0 ||
-        st_loctab_set_id(&s->locs, *label, loc) < 0)
-        return ST_ENOMEM;
-    return 0;
-}
-
-/* Every claimed address as a chain of labels, outermost first (first/labels as
- * st_rec_fold_chains takes them), then the fold. */
+/* Every address as its chain of labels, folded into the threads' paths. */
 static int fold(st_session_t *s)
 {
-    uint32_t nids = PC_UNKNOWN + 1;
-    uint32_t *first = calloc((size_t)nids + 1, sizeof *first);
-    uint32_t *count = calloc(nids, sizeof *count);
-    uint32_t cap = 4096, nlabels = 0;
-    uint32_t *labels = malloc(cap * sizeof *labels);
-    st_symbols_t *sym = st_symbols_new(&ns.mods, 0);
-    int rc = first && count && labels && sym ? 0 : ST_ENOMEM;
-    const char *own = own_object();
-    /* the chains, in claim order; each id's start is kept in first[] meanwhile
-     * (start), overwritten in id order by the reordering below */
-    uint32_t n = st_addrtab_count(&ns.pcs);
-    uint32_t *start = first;
-    for (uint32_t k = 0; rc == 0 && k < n; k++) {
-        uint32_t id = st_addrtab_claimed(&ns.pcs, k);
-        if (id == ST_ADDRTAB_NONE)
-            continue;
-        const st_symframe_t *fr;
-        int nf = st_symbols_resolve(sym, st_addrtab_key(&ns.pcs, id), atomic_load(&ns.gens[id]),
-                                    &fr);
-        if (nf < 0) {
-            rc = nf;
-            break;
-        }
-        uintptr_t pc = st_addrtab_key(&ns.pcs, id);
-        if (own && fr[0].module && strcmp(fr[0].module, own) == 0 && !in_wait_wrapper(pc))
-            continue; /* strata's own frames: left out */
-        if (nlabels + (uint32_t)nf > cap) {
-            uint32_t *more = realloc(labels, (cap *= 2) * sizeof *labels);
-            if (!more) {
-                rc = ST_ENOMEM;
-                break;
-            }
-            labels = more;
-        }
-        start[id] = nlabels;
-        count[id] = (uint32_t)nf;
-        for (int j = nf - 1; j >= 0 && rc == 0; j--)
-            rc = frame_label(s, &fr[j], &labels[nlabels++]);
-    }
-    uint32_t unknown;
-    if (rc == 0 && (rc = st_intern_id(&s->labels, "<unknown>", 9, &unknown)) == 0) {
-        if (nlabels == cap) {
-            uint32_t *more = realloc(labels, (cap + 1) * sizeof *labels);
-            rc = more ? 0 : ST_ENOMEM;
-            labels = more ? more : labels;
-        }
-        if (rc == 0) {
-            start[PC_UNKNOWN] = nlabels;
-            count[PC_UNKNOWN] = 1;
-            labels[nlabels++] = unknown;
-        }
-    }
-    if (rc == 0) {
-        /* st_rec_fold_chains wants the chains in id order: reorder them */
-        uint32_t *sorted = malloc((nlabels ? nlabels : 1) * sizeof *sorted);
-        rc = sorted ? 0 : ST_ENOMEM;
-        uint32_t at = 0;
-        for (uint32_t id = 0; rc == 0 && id < nids; id++) {
-            uint32_t from = start[id];
-            first[id] = at;
-            for (uint32_t j = 0; j < count[id]; j++)
-                sorted[at++] = labels[from + j];
-        }
-        if (rc == 0) {
-            first[nids] = at;
-            rc = st_rec_fold_chains(&s->rec, first, sorted, nids);
-        }
-        free(sorted);
-    }
-    if (sym)
-        st_symbols_free(sym);
-    free(labels);
-    free(count);
+    uint32_t *first, *chain, nchain;
+    int rc = st_nstack_chains(&nstack, &s->labels, &s->locs, &first, &chain, &nchain);
+    if (rc < 0)
+        return rc;
+    rc = st_rec_fold_chains(&s->rec, first, chain, ST_NSTACK_IDS);
     free(first);
+    free(chain);
     return rc;
 }
 
@@ -380,17 +233,15 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     st_stacks_stop(&stacks); /* no handler runs after this */
     st_stacks_maint_stop(&stacks);
     name_threads();
-    refresh_modules();
+    st_nstack_refresh(&nstack, 0);
     if (fold(s) < 0)
         s->stack_failed = 1;
-    st_stacks_summarise(&stacks, &s->stacks, atomic_load(&ns.pcs.full));
+    st_stacks_summarise(&stacks, &s->stacks, st_nstack_unnamed(&nstack));
     uint32_t n = atomic_load(&stacks.nthreads);
     for (uint32_t i = 0; i < n; i++)
         free(stacks.threads[i]->ctx); /* no handler runs, no thread adds itself */
     st_stacks_end(&stacks);
-    st_addrtab_free(&ns.pcs);
-    free((void *)ns.gens);
-    ns.gens = NULL;
+    st_nstack_end(&nstack);
 }
 
 static void sampler_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)

@@ -39,14 +39,22 @@ __attribute__((noinline)) void spin(double secs)
 }
 
 /* The calls after spin keep f and g on the stack (no tail call at -O2). */
-__attribute__((noinline)) void f(void) { spin(0.007); calls++; }
-__attribute__((noinline)) void g(void) { spin(0.003); calls++; }
+__attribute__((noinline)) void f(double u) { spin(0.007 * u); calls++; }
+__attribute__((noinline)) void g(double u) { spin(0.003 * u); calls++; }
 
+/* f then g, 7 to 3, for `secs` of CPU. Each round's length varies (0.5 to 1.5 of
+ * 10 ms, a fixed pseudo-random sequence): a strictly periodic program would beat
+ * with the kernel's tick, at which CPU-clock timers fire, and its samples would
+ * fall on one phase of the cycle. */
 static void split(double secs)
 {
-    for (int i = 0; i < (int)(secs / 0.01); i++) {
-        f();
-        g();
+    unsigned x = 12345;
+    for (double done = 0; done < secs;) {
+        x = x * 1103515245u + 12345u;
+        double u = 0.5 + (double)((x >> 16) % 1000) / 1000.0;
+        f(u);
+        g(u);
+        done += 0.01 * u;
     }
 }
 
