@@ -11,8 +11,9 @@ DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-ven
            libdw-dev libunwind-dev
 # debootstrap makes the Debian trixie root of the Python 3.13 leg (make test-py313).
 LEG_DEBS := debootstrap
-# Extra Debian packages installed into that root for tests that use them.
-PY313_DEBS := graphviz protobuf-compiler
+# Extra Debian packages installed into that root for tests that use them (libunwind and
+# libdw: native stacks, as on the host).
+PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs,
 # Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt).
 TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev

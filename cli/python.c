@@ -10,6 +10,7 @@
  * interpreter strata was built for, else python3 from PATH. */
 #include "verbs.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -32,8 +33,7 @@ static int die(const char *text)
     return 2;
 }
 
-/* The interpreter to run, written into buf. */
-static const char *find_python(char *buf, size_t size)
+const char *st_cli_find_python(char *buf, size_t size)
 {
     const char *env = getenv("PYTHON_EXECUTABLE");
     if (env && *env)
@@ -53,6 +53,27 @@ static const char *find_python(char *buf, size_t size)
     if (*STRATA_BUILD_PYTHON && access(STRATA_BUILD_PYTHON, X_OK) == 0)
         return STRATA_BUILD_PYTHON;
     return "python3";
+}
+
+/* Appends libunwind to LD_PRELOAD when it is installed (and not there yet).
+ * 0, or -1 when out of memory. */
+static int preload_libunwind(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
+    if (!h)
+        return 0; /* not installed: the extension walks by frame pointers, and says so */
+    dlclose(h);
+    const char *old = getenv("LD_PRELOAD");
+    if (old && strstr(old, "libunwind.so.8"))
+        return 0;
+    size_t n = (old ? strlen(old) : 0) + sizeof " libunwind.so.8";
+    char *v = malloc(n);
+    if (!v)
+        return -1;
+    snprintf(v, n, "%s%slibunwind.so.8", old && *old ? old : "", old && *old ? " " : "");
+    int rc = setenv("LD_PRELOAD", v, 1);
+    free(v);
+    return rc;
 }
 
 /* What the interpreter runs (-c): strata's runner, imported with the current
@@ -84,8 +105,17 @@ int st_python_main(int argc, char **argv)
     if (rc < 0)
         return die(msg.text);
 
+    /* --native: libunwind comes with the interpreter, so that its thread-local
+     * data is in every thread's static TLS and every Python thread can be walked
+     * by it (sampling/unwind.h) */
+    const st_settings_t *set = &args.settings;
+    if (st_settings_bool(set, ST_S_USE_SAMPLING) && st_settings_bool(set, ST_S_SAMPLING_NATIVE) &&
+        strcmp(st_settings_str(set, ST_S_SAMPLING_UNWIND), "fp") != 0 && preload_libunwind() < 0) {
+        st_args_free(&args);
+        return die("out of memory");
+    }
     char buf[PATH_MAX];
-    const char *python = find_python(buf, sizeof buf);
+    const char *python = st_cli_find_python(buf, sizeof buf);
     /* python [interpreter options] -c CODE [the other words] */
     char **cmd = calloc((size_t)argc + 4, sizeof *cmd);
     if (!cmd) {

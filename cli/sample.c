@@ -91,8 +91,8 @@ static int check_dynamic(const char *path, const char *prog, char *why, size_t s
 }
 
 /* 0 when `prog` names an executable file (a path, or a name found in PATH) that
- * is not statically linked. */
-static int check_program(const char *prog, char *why, size_t size)
+ * is not statically linked; its path goes to `path` (PATH_MAX bytes). */
+static int check_program(const char *prog, char *path, char *why, size_t size)
 {
     struct stat st;
     if (strchr(prog, '/')) {
@@ -104,18 +104,21 @@ static int check_program(const char *prog, char *why, size_t size)
             snprintf(why, size, "cannot run '%s': not an executable file", prog);
             return -1;
         }
+        snprintf(path, PATH_MAX, "%s", prog);
         return check_dynamic(prog, prog, why, size);
     }
-    const char *path = getenv("PATH");
-    if (!path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    for (const char *p = path;; p++) {
+    const char *dirs = getenv("PATH");
+    if (!dirs)
+        dirs = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = dirs;; p++) {
         size_t n = strcspn(p, ":");
         char full[PATH_MAX];
         if (snprintf(full, sizeof full, "%.*s%s%s", (int)n, n ? p : ".", "/", prog) <
                 (int)sizeof full &&
-            stat(full, &st) == 0 && !S_ISDIR(st.st_mode) && access(full, X_OK) == 0)
+            stat(full, &st) == 0 && !S_ISDIR(st.st_mode) && access(full, X_OK) == 0) {
+            snprintf(path, PATH_MAX, "%s", full);
             return check_dynamic(full, prog, why, size);
+        }
         p += n;
         if (!*p)
             break;
@@ -141,6 +144,38 @@ static int export_flags(const st_settings_t *set)
     return rc;
 }
 
+/* 1 when `path` is the interpreter `strata python` runs and `args` (the words
+ * after it) name a script or -m module as strata python takes them. */
+static int is_strata_python(const char *path, char *const *args, int nargs)
+{
+    char buf[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+    const char *python = st_cli_find_python(buf, sizeof buf);
+    if (!strchr(python, '/') || !realpath(path, a) || !realpath(python, b) || strcmp(a, b) != 0)
+        return 0;
+    return nargs > 0 && (args[0][0] != '-' || strcmp(args[0], "-m") == 0);
+}
+
+/* `strata sample [flags] -- python ARGS` as `strata python --sample --native
+ * [flags] ARGS`: the Python frames in place of the interpreter's eval loop. */
+static int sample_python(int argc, char **argv, int target_at)
+{
+    char **words = calloc((size_t)argc + 3, sizeof *words);
+    if (!words)
+        return die("out of memory");
+    int n = 0;
+    words[n++] = "--sample";
+    words[n++] = "--native";
+    for (int i = 0; i < target_at; i++)
+        if (strcmp(argv[i], "--") != 0)
+            words[n++] = argv[i];
+    words[n++] = "--";
+    for (int i = target_at + 1; i < argc; i++)
+        words[n++] = argv[i];
+    int rc = st_python_main(n, words);
+    free(words);
+    return rc;
+}
+
 int st_sample_main(int argc, char **argv)
 {
     st_args_t args;
@@ -150,10 +185,15 @@ int st_sample_main(int argc, char **argv)
         return 0;
     if (rc < 0)
         return die(msg.text);
-    char why[PATH_MAX + 64], lib[PATH_MAX];
-    if (check_program(args.target, why, sizeof why) < 0) {
+    char why[PATH_MAX + 64], lib[PATH_MAX], path[PATH_MAX];
+    if (check_program(args.target, path, why, sizeof why) < 0) {
         st_args_free(&args);
         return die(why);
+    }
+    if (is_strata_python(path, args.target_args, args.ntarget_args)) {
+        int at = (int)(args.target_args - 1 - argv);
+        st_args_free(&args);
+        return sample_python(argc, argv, at);
     }
     if (find_preload(lib, sizeof lib) < 0) {
         st_args_free(&args);

@@ -20,8 +20,17 @@
 int st_python_main(int argc, char **argv);
 
 /* Checks the command line, makes the results folder, then replaces the process
- * with the program under strata's preload library (returns only on a mistake). */
+ * with the program under strata's preload library (returns only on a mistake).
+ * A program that is the Python interpreter `strata python` runs is sampled as
+ * `strata python --sample --native` would (Python frames in place of the
+ * interpreter's). */
 int st_sample_main(int argc, char **argv);
+
+/* The Python interpreter `strata python` runs, written into buf when found there:
+ * PYTHON_EXECUTABLE, else the python3 beside this executable (a virtual
+ * environment's bin/), else the interpreter strata was built for, else
+ * "python3" (from PATH). */
+const char *st_cli_find_python(char *buf, size_t size);
 
 /* Renders a result in another format:
  *     strata report [--format F[,F...]] [-o OUT] [-n PCT] [-e PCT]

@@ -177,6 +177,13 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                               "pointers: lock-free, misses code built without them), libunwind "
                               "(unwind tables: any code) or auto (libunwind where it is "
                               "installed)", "auto,fp,libunwind", NOFLAG, NO_RANGE},
+    [ST_S_SAMPLING_NATIVE] = {"sampling_native", "STRATA_SAMPLING_NATIVE", ST_TYPE_BOOL, "OFF",
+                              "sampling", "With stack sampling of a Python program: the native "
+                              "(C) frames too, the interpreter's eval loop replaced by the "
+                              "Python frames it runs", NULL,
+                              LFLAG("--native", ST_ARG_OPT_BOOL, "BOOL", 21,
+                                    "With --sample: C frames too (extensions, libraries)"),
+                              INT_RANGE(0, 1)},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

@@ -54,6 +54,7 @@ typedef enum {
     ST_S_SAMPLING_CLOCK,
     ST_S_SAMPLING_SIGNAL,
     ST_S_SAMPLING_UNWIND,
+    ST_S_SAMPLING_NATIVE,
     ST_NSETTINGS
 } st_setting_id_t;
 

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "python/sampler.h"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include "python/pystate.h"
 #include "python/threads.h"
 #include "sampling/addrtab.h"
+#include "sampling/nstack.h"
 #include "sampling/stacks.h"
 
 /* The code table: entry i holds a code object's address; i is its id in samples. */
@@ -29,7 +32,16 @@
 
 #define RESCAN_TICKS 25            /* threads looked at every half second at least */
 
+#define NATIVE_BASE (CODE_UNKNOWN + 1) /* native frames' ids: NATIVE_BASE + an nstack id */
+
+/* One sampled thread's own state (its st_sthread_t's ctx). */
+typedef struct {
+    PyThreadState *tstate;
+    st_unwind_thread_t uw;       /* --native: its stack, for the unwinder */
+} pythread_t;
+
 static st_stacks_t stacks = ST_STACKS_INIT;
+static st_nstack_t nstack = ST_NSTACK_INIT;
 
 static struct {
     /* the code table: ids of code objects, and per id */
@@ -44,6 +56,9 @@ static struct {
     PyGILState_STATE maint_gil;
     int watcher;                  /* 3.12+: the code watcher's id, or -1 */
     int on;                       /* sampling runs */
+    int native;                   /* --native: C frames too */
+    uintptr_t eval_lo, eval_hi;   /* the eval loop's code (_PyEval_EvalFrameDefault) */
+    uint64_t loads;               /* the loader's count of loads and unloads, last seen */
 } sp = {.watcher = -1};
 
 /* ------------------------------------------------------------------------- */
@@ -57,18 +72,34 @@ static intptr_t known_code(const void *code, void *ctx)
     return id == ST_ADDRTAB_NONE ? 0 : atomic_load_explicit(&sp.sizes[id], memory_order_acquire);
 }
 
-/* The stack walk (sampling/stacks.h): the thread's Python frames as code ids. */
+/* The stack walk (sampling/stacks.h): the thread's Python frames as code ids;
+ * with --native, first the C frames called from the innermost Python frame (the
+ * native stack down to the interpreter's eval loop, whose frames the Python ones
+ * stand for), as NATIVE_BASE + their ids. A native walk that meets no eval loop
+ * (the thread is outside Python, or its stack could not be walked that far) adds
+ * nothing: its frames could not be put in order with the Python ones. */
 static int walk(st_sthread_t *t, void *ucontext, uint32_t *ids, int cap)
 {
-    (void)ucontext;
-    st_pyframe_t fr[ST_EV_MAX_FRAMES];
-    int n = st_pyframes_walk_known(t->ctx, fr, cap < ST_EV_MAX_FRAMES ? cap : ST_EV_MAX_FRAMES,
-                                   known_code, NULL);
-    for (int i = 0; i < n; i++) {
-        uint32_t id = st_addrtab_id(&sp.codes, (uintptr_t)fr[i].code, NULL);
-        ids[i] = id == ST_ADDRTAB_NONE ? CODE_UNKNOWN : id;
+    pythread_t *p = t->ctx;
+    int n = 0;
+    if (sp.native) {
+        int stopped = 0;
+        n = st_nstack_walk(&nstack, ucontext, &p->uw, 0, sp.eval_lo, sp.eval_hi, NATIVE_BASE,
+                           ids, cap, &stopped);
+        if (n < 0 || !stopped)
+            n = 0;
     }
-    return n;
+    st_pyframe_t fr[ST_EV_MAX_FRAMES];
+    int room = cap - n < ST_EV_MAX_FRAMES ? cap - n : ST_EV_MAX_FRAMES;
+    int np = st_pyframes_walk_known(p->tstate, fr, room, known_code, NULL);
+    if (np <= 0)
+        return np; /* no Python frame: the thread is not sampled (its C frames alone
+                    * would hang from no Python caller) */
+    for (int i = 0; i < np; i++) {
+        uint32_t id = st_addrtab_id(&sp.codes, (uintptr_t)fr[i].code, NULL);
+        ids[n + i] = id == ST_ADDRTAB_NONE ? CODE_UNKNOWN : id;
+    }
+    return n + np;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -140,10 +171,34 @@ static int on_code_event(PyCodeEvent event, PyCodeObject *co)
 static st_sthread_t *find_thread(PyThreadState *ts)
 {
     uint32_t n = atomic_load(&stacks.nthreads);
-    for (uint32_t i = 0; i < n; i++)
-        if (stacks.threads[i]->ctx == ts && stacks.threads[i]->slot >= 0)
-            return stacks.threads[i];
+    for (uint32_t i = 0; i < n; i++) {
+        st_sthread_t *t = stacks.threads[i];
+        if (((pythread_t *)t->ctx)->tstate == ts && t->slot >= 0)
+            return t;
+    }
     return NULL;
+}
+
+/* Starts sampling thread `ts`: its state, and with --native its stack bounds
+ * (the calling thread's own, with libunwind's first unwind, when it is ts). */
+static st_sthread_t *add_thread(PyThreadState *ts)
+{
+    pythread_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->tstate = ts;
+    if (sp.native) {
+        st_msg_t msg;
+        int rc = ts == PyThreadState_Get()
+                     ? st_unwind_thread_init(&p->uw, &msg)
+                     : st_unwind_thread_init_of(&p->uw, (pthread_t)ts->thread_id, &msg);
+        if (rc < 0)
+            st_stacks_note(&stacks, "%s", msg.text);
+    }
+    st_sthread_t *t = st_stacks_add(&stacks, (uint64_t)ts->native_thread_id, p);
+    if (!t)
+        free(p);
+    return t;
 }
 
 /* Names the thread's results as threading names it, once threading knows it;
@@ -170,7 +225,7 @@ static void scan_threads(void)
             continue;
         st_sthread_t *t = find_thread(ts);
         if (!t || t->tid != (uint64_t)ts->native_thread_id)
-            t = st_stacks_add(&stacks, (uint64_t)ts->native_thread_id, ts);
+            t = add_thread(ts);
         if (!t)
             continue;
         t->seen = sp.scan;
@@ -184,6 +239,22 @@ static void scan_threads(void)
         if (t->slot >= 0 && t->seen != sp.scan)
             st_stacks_drop(&stacks, t);
     }
+}
+
+static int count_loads(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(uint64_t *)arg = (uint64_t)info->dlpi_adds + (uint64_t)info->dlpi_subs;
+    return 1; /* the first object says it for all */
+}
+
+/* How many objects the dynamic loader has loaded and unloaded so far: a change
+ * means the module map is to be taken again. */
+static uint64_t loader_count(void)
+{
+    uint64_t n = 0;
+    dl_iterate_phdr(count_loads, &n);
+    return n;
 }
 
 /* The maintenance thread's part (sampling/stacks.h): holds the GIL while it
@@ -202,6 +273,10 @@ static void tick(st_stacks_t *s, int phase, void *arg)
         PyEval_RestoreThread(sp.maint_saved);
         PyGILState_Release(sp.maint_gil);
         return;
+    }
+    if (sp.native && loader_count() != sp.loads) {
+        sp.loads = loader_count(); /* the importer loaded (or unloaded) an extension */
+        st_nstack_refresh(&nstack, 0);
     }
     int new_threads = st_stacks_tasks_changed(s) || s->ticks % RESCAN_TICKS == 0;
     int new_codes = st_addrtab_count(&sp.codes) != sp.nheld;
@@ -241,6 +316,30 @@ void st_pysampler_after_fork_parent(void)
 /* ------------------------------------------------------------------------- */
 /* The collector                                                             */
 
+/* The eval loop's code range, whose native frames the Python frames replace. */
+static int eval_loop_range(st_msg_t *msg)
+{
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    if (!eval || !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+        sym->st_size == 0)
+        return st_msg_set(msg, ST_EINVAL, "--native: the interpreter's eval loop "
+                                          "(_PyEval_EvalFrameDefault) is not found with its size");
+    sp.eval_lo = (uintptr_t)eval;
+    sp.eval_hi = sp.eval_lo + sym->st_size;
+    return 0;
+}
+
+/* Frees every sampled thread's state (no handler runs). */
+static void free_threads(void)
+{
+    uint32_t n = atomic_load(&stacks.nthreads);
+    for (uint32_t i = 0; i < n; i++)
+        free(stacks.threads[i]->ctx);
+    st_stacks_end(&stacks);
+}
+
 static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
 {
     (void)c;
@@ -259,13 +358,36 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
                                                                       : ST_SIGCLOCK_CPU;
     if (st_addrtab_new(&sp.codes, CODE_BITS) < 0)
         return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    char why_fp[sizeof(st_msg_t)] = "";
+    sp.native = st_settings_bool(set, ST_S_SAMPLING_NATIVE);
+    if (sp.native) {
+        int rc = eval_loop_range(msg);
+        if (rc == 0)
+            rc = st_nstack_start(&nstack, st_settings_str(set, ST_S_SAMPLING_UNWIND), why_fp,
+                                 sizeof why_fp, msg);
+        if (rc < 0) {
+            st_addrtab_free(&sp.codes);
+            sp.native = 0;
+            return rc;
+        }
+        sp.loads = loader_count();
+    }
     int rc = st_stacks_start(&stacks, &s->rec, s->rec.m_samples,
                              (int)st_settings_int(set, ST_S_SAMPLING_SIGNAL), clock, freq, walk,
                              msg);
     if (rc < 0) {
         st_addrtab_free(&sp.codes);
+        if (sp.native)
+            st_nstack_end(&nstack);
         return rc;
     }
+    if (*why_fp)
+        st_stacks_note(&stacks, "native stacks are walked by frame pointers: %s", why_fp);
+    else if (sp.native && nstack.method == ST_UNWIND_LIBUNWIND &&
+             !st_unwind_libunwind_static_tls())
+        st_stacks_note(&stacks, "threads other than the main thread are walked by frame "
+                                "pointers (libunwind did not come with the interpreter: "
+                                "strata python --native starts it so)");
     scan_threads();
 #if PY_VERSION_HEX >= 0x030C0000
     sp.watcher = PyCode_AddWatcher(on_code_event);
@@ -274,8 +396,10 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
 #endif
     if (st_stacks_maint_start(&stacks, tick, NULL) < 0) {
         st_stacks_stop(&stacks);
-        st_stacks_end(&stacks);
+        free_threads();
         st_addrtab_free(&sp.codes);
+        if (sp.native)
+            st_nstack_end(&nstack);
         return st_msg_set(msg, ST_EIO, "cannot start the stack sampler's thread");
     }
     sp.on = 1;
@@ -328,6 +452,39 @@ static void clear_codes(void)
     st_addrtab_free(&sp.codes);
 }
 
+/* --native: the Python ids (map: one label each, or none) and the native ids
+ * (their chains, from NATIVE_BASE) folded together. */
+static int fold_mixed(st_session_t *s, const uint32_t *map)
+{
+    st_nstack_refresh(&nstack, 0);
+    uint32_t *nfirst, *nchain, nn;
+    int rc = st_nstack_chains(&nstack, &s->labels, &s->locs, &nfirst, &nchain, &nn);
+    if (rc < 0)
+        return rc;
+    uint32_t nids = NATIVE_BASE + ST_NSTACK_IDS;
+    uint32_t *first = malloc(((size_t)nids + 1) * sizeof *first);
+    uint32_t *chain = malloc(((size_t)NATIVE_BASE + nn + 1) * sizeof *chain);
+    if (first && chain) {
+        uint32_t at = 0;
+        for (uint32_t i = 0; i < NATIVE_BASE; i++) {
+            first[i] = at;
+            if (map[i] != ST_PATH_NONE)
+                chain[at++] = map[i];
+        }
+        for (uint32_t i = 0; i <= ST_NSTACK_IDS; i++)
+            first[NATIVE_BASE + i] = at + nfirst[i];
+        memcpy(chain + at, nchain, (size_t)nn * sizeof *chain);
+        rc = st_rec_fold_chains(&s->rec, first, chain, nids);
+    } else {
+        rc = ST_ENOMEM;
+    }
+    free(first);
+    free(chain);
+    free(nfirst);
+    free(nchain);
+    return rc;
+}
+
 static void sampler_stop(st_collector_t *c, st_session_t *s)
 {
     (void)c;
@@ -343,13 +500,17 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
 #endif
     hold_new_codes();
     uint32_t *map = code_labels();
-    if (!map || st_rec_fold_samples(&s->rec, map, NCODES + 1) < 0)
+    if (!map || (sp.native ? fold_mixed(s, map) : st_rec_fold_samples(&s->rec, map, NCODES + 1)) < 0)
         s->stack_failed = 1;
     free(map);
     uint64_t unnamed = atomic_load(&sp.codes.full);
     clear_codes();
+    if (sp.native) {
+        unnamed += st_nstack_unnamed(&nstack);
+        st_nstack_end(&nstack);
+    }
     st_stacks_summarise(&stacks, &s->stacks, unnamed);
-    st_stacks_end(&stacks);
+    free_threads();
 }
 
 static void sampler_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -24,13 +25,15 @@
 #ifdef STRATA_HAVE_LIBUNWIND
 static int lu_warm(void);
 #endif
+static int lu_static_tls;
 
-int st_unwind_thread_init(st_unwind_thread_t *t, st_msg_t *msg)
+/* The stack bounds of thread `th` into t. */
+static int stack_bounds(st_unwind_thread_t *t, pthread_t th, st_msg_t *msg)
 {
     pthread_attr_t attr;
     void *addr;
     size_t size;
-    int rc = pthread_getattr_np(pthread_self(), &attr);
+    int rc = pthread_getattr_np(th, &attr);
     if (rc != 0)
         return st_msg_set(msg, ST_EINVAL, "the thread's stack bounds: pthread_getattr_np: %s",
                           strerror(rc));
@@ -43,11 +46,27 @@ int st_unwind_thread_init(st_unwind_thread_t *t, st_msg_t *msg)
     t->stack_hi = (uintptr_t)addr + size;
     t->in_loader = 0;
     t->libunwind_warm = 0;
+    return 0;
+}
+
+int st_unwind_thread_init(st_unwind_thread_t *t, st_msg_t *msg)
+{
+    int rc = stack_bounds(t, pthread_self(), msg);
+    if (rc < 0)
+        return rc;
 #ifdef STRATA_HAVE_LIBUNWIND
     if (st_unwind_libunwind_loaded() && lu_warm() > 0)
         t->libunwind_warm = 1;
 #endif
     return 0;
+}
+
+int st_unwind_thread_init_of(st_unwind_thread_t *t, pthread_t th, st_msg_t *msg)
+{
+    int rc = stack_bounds(t, th, msg);
+    if (rc == 0)
+        t->libunwind_warm = st_unwind_libunwind_static_tls();
+    return rc;
 }
 
 /* One word of the stack; the caller has checked that it lies in the bounds.
@@ -120,6 +139,13 @@ int st_unwind_libunwind_load(st_msg_t *msg)
         return 0;
     /* libunwind.so.8 (the nongnu libunwind); not libunwind.so.1, LLVM's
      * unwinder of the same name with another interface. */
+    /* loaded with the program (LD_PRELOAD): its thread-local data is in every
+     * thread's static TLS, allocated when the thread is made */
+    void *pre = dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD);
+    const char *env = getenv("LD_PRELOAD");
+    lu_static_tls = pre && env && strstr(env, "libunwind.so.8");
+    if (pre)
+        dlclose(pre);
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return st_msg_set(msg, ST_EINVAL, "libunwind is not loaded: %s", dlerror());
@@ -163,6 +189,11 @@ int st_unwind_libunwind_loaded(void)
     return lu_loaded;
 }
 
+int st_unwind_libunwind_static_tls(void)
+{
+    return lu_loaded && lu_static_tls;
+}
+
 void st_unwind_libunwind_flush(void)
 {
     if (lu_loaded)
@@ -198,6 +229,17 @@ int st_unwind_libunwind_load(st_msg_t *msg)
 int st_unwind_libunwind_loaded(void)
 {
     return 0;
+}
+
+int st_unwind_libunwind_static_tls(void)
+{
+    return 0;
+}
+
+int st_unwind_thread_init_of(st_unwind_thread_t *t, pthread_t th, st_msg_t *msg)
+{
+    (void)th;
+    return st_unwind_thread_init(t, msg);
 }
 
 void st_unwind_libunwind_flush(void)
@@ -245,6 +287,17 @@ int st_unwind_libunwind_load(st_msg_t *msg)
 int st_unwind_libunwind_loaded(void)
 {
     return 0;
+}
+
+int st_unwind_libunwind_static_tls(void)
+{
+    return 0;
+}
+
+int st_unwind_thread_init_of(st_unwind_thread_t *t, pthread_t th, st_msg_t *msg)
+{
+    (void)th;
+    return st_unwind_thread_init(t, msg);
 }
 
 void st_unwind_libunwind_flush(void)

@@ -51,6 +51,11 @@
  *     __tls_get_addr, which may allocate on a thread's first access: the first
  *     unwind on each thread is done by st_unwind_thread_init, and st_unwind
  *     uses frame pointers on a thread that has not had it (libunwind_warm).
+ *     A thread the sampler never runs on (a Python thread armed from the
+ *     sampler's own thread) cannot have it: it is walked by frame pointers,
+ *     unless libunwind came with the program (LD_PRELOAD, as `strata python
+ *     --native` starts the interpreter): then its thread-local data is in the
+ *     static TLS every thread is made with, and no first unwind is needed.
  *   - An IP that misses the cache makes libunwind look its unwind table up with
  *     dl_iterate_phdr (signals blocked around it), which takes glibc's loader
  *     lock, a recursive lock: a thread interrupted while the loader itself
@@ -82,6 +87,7 @@
 #ifndef STRATA_SAMPLING_UNWIND_H
 #define STRATA_SAMPLING_UNWIND_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -112,6 +118,17 @@ typedef struct {
  * outside any handler, before its first sample. ST_EINVAL with msg set when the
  * bounds cannot be found or the architecture is not x86-64. Thread-safe. */
 int st_unwind_thread_init(st_unwind_thread_t *t, st_msg_t *msg);
+
+/* The same for another thread `th` (running or not), from any thread: its stack
+ * bounds only; libunwind counts as warm on it when libunwind's thread-local data
+ * is static (st_unwind_libunwind_static_tls), else the thread is walked by frame
+ * pointers. Outside handlers. */
+int st_unwind_thread_init_of(st_unwind_thread_t *t, pthread_t th, st_msg_t *msg);
+
+/* 1 when libunwind was loaded with the program (LD_PRELOAD names it): its
+ * thread-local data is then in every thread's static TLS, made with the thread,
+ * and no thread needs a first unwind of its own before a handler may use it. */
+int st_unwind_libunwind_static_tls(void);
 
 /* Loads libunwind (dlopen) and does a first unwind. Call once per process, outside handlers, before st_unwind_thread_init
  * of the threads that will use it. 0, or ST_EINVAL with msg saying why it is

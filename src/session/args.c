@@ -402,6 +402,10 @@ static int split_words(st_args_t *args, int argc, char **argv, const char *inter
  * mistake found here is found before anything runs. */
 static int check_together(const st_settings_t *s, st_warn_fn warn, st_msg_t *msg)
 {
+    if (s->v[ST_S_SAMPLING_NATIVE].source == ST_SRC_FLAG && st_settings_bool(s, ST_S_SAMPLING_NATIVE) &&
+        !st_settings_bool(s, ST_S_USE_SAMPLING))
+        return st_msg_set(msg, ST_EUSAGE, "--native adds C frames to the stack samples, but no "
+                                          "stack is sampled: add --sample");
     const st_value_t *tf = &s->v[ST_S_TRACE_FORMAT];
     if (!st_settings_bool(s, ST_S_TRACE) && tf->source != ST_SRC_DEFAULT) {
         st_strbuf_t v;

@@ -244,6 +244,8 @@ static void test_flags_from_registry(void)
             int argc = 0;
             if (i == ST_S_TRACE_FORMAT)
                 argv[argc++] = "--trace"; /* it needs a timeline */
+            if (i == ST_S_SAMPLING_NATIVE)
+                argv[argc++] = "--sample"; /* it needs stack sampling */
             if (value && form == 1) { /* --flag=value */
                 snprintf(joined, sizeof joined, "%s=%s", f->longf, value);
                 argv[argc++] = joined;
