@@ -323,3 +323,19 @@ def test_native_needs_sample(runner):
     assert res.returncode == 2 and res.stdout == "", res.describe()
     assert res.stderr == ("strata: error: --native adds C frames to the stack samples, but no "
                           "stack is sampled: add --sample\n"), res.stderr
+
+
+def test_trace_holds_the_samples(runner, programs):
+    """--trace: trace.pftrace has every sample on its thread, its stack root first
+    (the native functions, inlined ones included)."""
+    from test_trace import decode, need_schema
+    need_schema()
+    res = sample(runner, "--trace", "-f", "1000", programs["fp_o2"], "split", "0.5")
+    assert res.returncode == 3, res.describe()
+    prof = load_profile(runner.results())
+    tr = decode(runner.results() / "trace.pftrace")
+    samples = [s for ss in tr.stack_samples.values() for s in ss]
+    assert len(samples) == prof["stack_sampling"]["samples"], (len(samples), prof["stack_sampling"])
+    stacks = {stack for _, stack, _ in samples}
+    assert any(st[-3:] == ("split", "f", "spin") for st in stacks), sorted(stacks)[:5]
+    assert sum(w for _, _, w in samples) == prof["stack_sampling"]["periods"] * 1_000_000

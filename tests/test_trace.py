@@ -81,6 +81,7 @@ class Trace:
         self.attributes = {}
         self.slices = {}       # tid -> [(name, begin_ns, end_ns, depth)]
         self.samples = {}      # counter name -> [(ns, value)]
+        self.stack_samples = {}  # tid -> [(ns, (frame name, ...) root first, weight)]
         self.events = 0
         seqs = {}
         packets = every(fields(data), 1)
@@ -93,7 +94,8 @@ class Trace:
             flags = first(p, 13, 0)
             if st is None:
                 st = seqs[seq] = {"names": {}, "stack": [], "ts": None, "track": None,
-                                  "tid": None, "started": seq == 1}
+                                  "tid": None, "started": seq == 1, "functions": {},
+                                  "frames": {}, "callstacks": {}}
             td = first(p, 60)
             if td is not None:
                 self._descriptor(fields(td))
@@ -120,10 +122,34 @@ class Trace:
                 continue
             assert flags == 2, f"event packet on sequence {seq} without NEEDS_INCREMENTAL_STATE"
             for ev in every(p, 12):  # interned data first: it may name this event
-                for en in every(fields(ev), 2):
+                interned = fields(ev)
+                for en in every(interned, 2):
                     ef = fields(en)
                     st["names"][first(ef, 1)] = first(ef, 2).decode()
+                for fn in every(interned, 5):
+                    ff = fields(fn)
+                    st["functions"][first(ff, 1)] = first(ff, 2).decode()
+                for fr in every(interned, 6):
+                    ff = fields(fr)
+                    assert first(ff, 2) in st["functions"], "frame names an uninterned function"
+                    st["frames"][first(ff, 1)] = st["functions"][first(ff, 2)]
+                for cs in every(interned, 7):
+                    cf = fields(cs)
+                    ids = every(cf, 2)
+                    assert ids and all(i in st["frames"] for i in ids), "callstack of unknown frames"
+                    st["callstacks"][first(cf, 1)] = tuple(st["frames"][i] for i in ids)
             st["ts"] += first(p, 8)
+            ss = first(p, 135)
+            if ss is not None:  # a stack sample: the thread from its task context
+                sf = fields(ss)
+                task = fields(first(sf, 1))
+                tid = first(task, 3)
+                assert first(task, 2) == self.process[0], "sample of another process"
+                cs = first(sf, 6)
+                assert cs in st["callstacks"], f"callstack iid {cs} used before it was interned"
+                self.stack_samples.setdefault(tid, []).append(
+                    (st["ts"], st["callstacks"][cs], first(sf, 11)))
+                continue
             te = fields(first(p, 11))
             kind = first(te, 9)
             self.events += 1
@@ -591,3 +617,50 @@ def test_flush_failure_does_not_advise_flush(runner):
     assert "writing the spill file in" in r.stderr, r.stderr[-2000:]
     assert "calls after that were not recorded" in r.stderr, r.stderr[-2000:]
     assert "flush keeps them" not in r.stderr, r.stderr[-2000:]
+
+
+SAMPLED = """
+def unit():
+    s = 0
+    for i in range(20000):
+        s += i * i
+    return s
+
+def f():
+    for _ in range(7):
+        unit()
+
+def g():
+    for _ in range(3):
+        unit()
+
+def main():
+    for _ in range(40):
+        f()
+        g()
+
+main()
+"""
+
+
+def test_stack_samples_on_the_timeline(runner):
+    """--sample with --trace: every sample is a StackSample on its thread, in time
+    with the slices, its callstack the profile's path (root first), weighted by the
+    nanoseconds of sampling clock it stands for."""
+    need_schema()
+    _, res = run_traced(runner, SAMPLED, "--sample", "-f", "500")
+    tr = decode(res / "trace.pftrace")
+    prof = load_profile(res)
+    st = prof["stack_sampling"]
+    samples = [s for ss in tr.stack_samples.values() for s in ss]
+    assert len(samples) >= st["samples"] - st["left_out"] - 5 and samples, (len(samples), st)
+    assert sum(w for _, _, w in samples) <= st["periods"] * 2_000_000
+    stacks = Counter(stack for _, stack, _ in samples)
+    assert any(stack[-2:] == ("main", "f") or stack[-3:-1] == ("main", "f") for stack in stacks), \
+        stacks.most_common(5)
+    # the samples fall inside the run's slices, in order on their sequence
+    times = [t for t, _, _ in samples]
+    assert times == sorted(times)
+    main_slices = [s for s in tr.slices[next(iter(tr.stack_samples))] if s[0] == "main"]
+    assert prof["trace"]["events"] == tr.events + len(samples)
+    assert main_slices and main_slices[0][1] <= times[len(times) // 2] <= main_slices[0][2]

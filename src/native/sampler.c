@@ -210,8 +210,11 @@ static int fold(st_session_t *s)
     if (rc < 0)
         return rc;
     rc = st_rec_fold_chains(&s->rec, first, chain, ST_NSTACK_IDS);
-    free(first);
-    free(chain);
+    /* kept for the timeline's samples */
+    s->stack_first = first;
+    s->stack_chain = chain;
+    s->stack_nids = ST_NSTACK_IDS;
+    s->stack_period_ns = stacks.sig.period_ns;
     return rc;
 }
 

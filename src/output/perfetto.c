@@ -12,12 +12,23 @@
  * that state says so (SEQ_NEEDS_INCREMENTAL_STATE). The counters go on the last
  * sequence the same way. A begin costs about 15 bytes, an end about 12.
  *
+ * Stack samples go on their thread's sequence too, in time order with its slices:
+ * one StackSample packet each (task_context: pid and tid; callstack_iid; its
+ * weight, the periods it stands for in nanoseconds of the sampling clock, the
+ * primary counter that the sequence's StackSampleDefaults names "cpu-time" or
+ * "wall-time"). Callstacks are interned on the sequence: a function name and a
+ * frame per label (iid = label + 1; rel_pc the label, in one mapping named
+ * "strata"), a callstack per distinct call path (its node in a trie of the
+ * thread's sampled paths, bottom frame first). The Chrome JSON format has no
+ * samples.
+ *
  * Field numbers are those of perfetto_trace.proto (protos/perfetto/trace). */
 #include "output/perfetto.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/u64map.h"
 #include "model/names.h"
 #include "output/pb.h"
 
@@ -43,6 +54,15 @@
 #define TE_BEGIN 1
 #define TE_END 2
 #define TE_COUNTER 4
+/* StackSample (TracePacket field 135) and what it interns */
+#define PKT_STACK_SAMPLE 135
+#define DEFAULTS_STACK_SAMPLE 100
+#define ID_FUNCTION_NAMES 5
+#define ID_FRAMES 6
+#define ID_CALLSTACKS 7
+#define ID_MAPPING_PATHS 17
+#define ID_MAPPINGS 19
+#define UNIT_NANOSECONDS 1
 /* clocks */
 #define CLOCK_MONOTONIC_ID 3
 #define CLOCK_BOOTTIME_ID 6
@@ -182,7 +202,8 @@ static void write_descriptors(writer_t *w, const st_timeline_t *m)
 
 /* The first packet of a sequence: clears the state, sets the defaults and makes
  * clock 64 count nanoseconds from `t0` incrementally. */
-static void start_sequence(writer_t *w, uint32_t seq, uint64_t track, uint64_t t0)
+static void start_sequence(writer_t *w, uint32_t seq, uint64_t track, uint64_t t0,
+                           const char *sample_clock)
 {
     st_strbuf_t *x = &w->a, *y = &w->b, *z = &w->c;
     st_pb_uint(&w->pkt, PKT_SEQ_ID, seq);
@@ -194,6 +215,16 @@ static void start_sequence(writer_t *w, uint32_t seq, uint64_t track, uint64_t t
     if (track) {
         st_pb_uint(y, 11, track); /* TrackEventDefaults.track_uuid */
         st_pb_msg(x, 11, y);      /* TracePacketDefaults.track_event_defaults */
+    }
+    if (sample_clock) {
+        /* StackSampleDefaults{source, primary_descriptor{name, unit}} */
+        st_strbuf_reset(y);
+        st_strbuf_reset(z);
+        st_pb_str(z, 2, strcmp(sample_clock, "wall") == 0 ? "wall-time" : "cpu-time");
+        st_pb_uint(z, 3, UNIT_NANOSECONDS);
+        st_pb_str(y, 1, "strata");
+        st_pb_msg(y, 2, z);
+        st_pb_msg(x, DEFAULTS_STACK_SAMPLE, y);
     }
     st_pb_msg(&w->pkt, PKT_DEFAULTS, x);
     st_strbuf_reset(x);
@@ -210,7 +241,171 @@ static void start_sequence(writer_t *w, uint32_t seq, uint64_t track, uint64_t t
     emit(w);
 }
 
-static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t *events)
+/* A thread's sampled call paths as a trie (node 0: the root), and what its
+ * sequence has interned. */
+typedef struct {
+    st_ev_reader_t r;        /* the signal lane */
+    const st_ev_t *next;     /* its next sample, NULL at the end */
+    st_u64map_t children;    /* parent << 32 | label -> node */
+    uint32_t *parent, *label;
+    uint8_t *emitted;        /* the node's callstack is interned */
+    uint32_t n, cap;
+    uint32_t *path;          /* scratch: one path, root first */
+    uint8_t *named;          /* per label: its function name and frame interned */
+    uint32_t nlabels;
+    int mapped;              /* the one mapping every frame names is interned */
+    int error;
+} samples_t;
+
+/* The next stack sample of the lane (other signal-lane events skipped). */
+static void next_sample(samples_t *sm, const st_timeline_t *m)
+{
+    while ((sm->next = st_ev_next(&sm->r)) != NULL)
+        if (sm->next->kind == ST_EV_SAMPLE && sm->next->a == m->sample_metric)
+            return;
+}
+
+/* Room for one more node; 0 or -1 (out of memory). */
+static int sample_grow(samples_t *sm)
+{
+    if (sm->n < sm->cap)
+        return 0;
+    uint32_t cap = sm->cap ? sm->cap * 2 : 256;
+    uint32_t *p = realloc(sm->parent, cap * sizeof *p);
+    if (p)
+        sm->parent = p;
+    uint32_t *l = realloc(sm->label, cap * sizeof *l);
+    if (l)
+        sm->label = l;
+    uint8_t *e = realloc(sm->emitted, cap);
+    if (e)
+        sm->emitted = e;
+    uint32_t *path = realloc(sm->path, cap * sizeof *path);
+    if (path)
+        sm->path = path;
+    if (!p || !l || !e || !path)
+        return -1;
+    sm->cap = cap;
+    return 0;
+}
+
+/* The child of `node` for `label`, made if new; 0 when out of memory. */
+static uint32_t sample_child(samples_t *sm, uint32_t node, uint32_t label)
+{
+    uint64_t key = (uint64_t)node << 32 | label;
+    uint32_t got = st_u64map_get(&sm->children, key);
+    if (got != UINT32_MAX)
+        return got;
+    if (sample_grow(sm) < 0)
+        return 0;
+    uint32_t id = sm->n++;
+    if (st_u64map_put(&sm->children, key, id, NULL) < 0)
+        return 0;
+    sm->parent[id] = node;
+    sm->label[id] = label;
+    sm->emitted[id] = 0;
+    return id;
+}
+
+/* One StackSample packet (with what it needs interned first), or nothing for a
+ * sample with no frame that has a label. */
+static void write_sample(writer_t *w, const st_timeline_t *m, samples_t *sm, long pid,
+                         uint64_t tid, uint32_t seq, uint64_t *prev)
+{
+    const st_ev_t *e = sm->next;
+    const st_ev_pair_t *p = (const st_ev_pair_t *)(e + 1);
+    const uint32_t *frames = (const uint32_t *)(p + 1);
+    st_strbuf_t *interned = &w->b, *one = &w->c, *text = &w->text;
+    st_strbuf_reset(interned);
+    if (!sm->mapped) {
+        /* one mapping, "strata", for every frame (an importer may want one; the
+         * frames are functions, not addresses: rel_pc is the label) */
+        sm->mapped = 1;
+        st_strbuf_reset(one);
+        st_pb_uint(one, 1, 1);
+        st_pb_str(one, 2, "strata");
+        st_pb_msg(interned, ID_MAPPING_PATHS, one);
+        st_strbuf_reset(one);
+        st_pb_uint(one, 1, 1);
+        st_pb_uint(one, 7, 1); /* path_string_ids */
+        st_pb_msg(interned, ID_MAPPINGS, one);
+    }
+    uint32_t node = 0;
+    for (uint64_t k = p->u1; k > 0 && !sm->error; k--) {
+        uint32_t f = frames[k - 1];
+        if (f >= m->sample_nids)
+            continue;
+        for (uint32_t j = m->sample_first[f]; j < m->sample_first[f + 1]; j++) {
+            uint32_t label = m->sample_chain[j];
+            if (label >= sm->nlabels)
+                continue;
+            if (!sm->named[label]) {
+                sm->named[label] = 1;
+                st_strbuf_reset(one);
+                st_strbuf_reset(text);
+                st_name_unique_in(m->labels, m->locs, label, text);
+                st_pb_uint(one, 1, (uint64_t)label + 1);
+                st_pb_str(one, 2, st_strbuf_cstr(text));
+                st_pb_msg(interned, ID_FUNCTION_NAMES, one);
+                st_strbuf_reset(one);
+                st_pb_uint(one, 1, (uint64_t)label + 1);
+                st_pb_uint(one, 2, (uint64_t)label + 1); /* function_name_id */
+                st_pb_uint(one, 3, 1);                   /* mapping_id */
+                st_pb_uint(one, 4, label);               /* rel_pc */
+                st_pb_msg(interned, ID_FRAMES, one);
+            }
+            uint32_t child = sample_child(sm, node, label);
+            if (!child)
+                sm->error = 1;
+            node = child;
+        }
+    }
+    if (!node || sm->error)
+        return;
+    if (!sm->emitted[node]) {
+        sm->emitted[node] = 1;
+        uint32_t depth = 0;
+        for (uint32_t at = node; at; at = sm->parent[at])
+            sm->path[depth++] = sm->label[at];
+        st_strbuf_reset(one);
+        st_pb_uint(one, 1, node);
+        while (depth > 0) /* bottom frame first */
+            st_pb_uint(one, 2, (uint64_t)sm->path[--depth] + 1);
+        st_pb_msg(interned, ID_CALLSTACKS, one);
+    }
+    uint64_t ns = st_timeline_ns(m, e->ticks);
+    if (ns < *prev)
+        ns = *prev;
+    st_pb_uint(&w->pkt, PKT_TIMESTAMP, ns - *prev);
+    *prev = ns;
+    st_pb_uint(&w->pkt, PKT_SEQ_ID, seq);
+    st_pb_uint(&w->pkt, PKT_SEQ_FLAGS, SEQ_NEEDS);
+    if (interned->len)
+        st_pb_msg(&w->pkt, PKT_INTERNED, interned);
+    st_strbuf_t *ss = &w->a, *ctx = one;
+    st_strbuf_reset(ss);
+    st_strbuf_reset(ctx);
+    st_pb_uint(ctx, 2, (uint64_t)pid);
+    st_pb_uint(ctx, 3, tid);
+    st_pb_msg(ss, 1, ctx);  /* task_context */
+    st_pb_uint(ss, 6, node); /* callstack_iid */
+    st_pb_uint(ss, 11, p->u0 * m->sample_period_ns); /* primary_weight */
+    st_pb_msg(&w->pkt, PKT_STACK_SAMPLE, ss);
+    emit(w);
+}
+
+static void samples_free(samples_t *sm)
+{
+    st_u64map_free(&sm->children);
+    free(sm->parent);
+    free(sm->label);
+    free(sm->emitted);
+    free(sm->path);
+    free(sm->named);
+}
+
+static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t *events,
+                        uint64_t *nsamples)
 {
     const st_timeline_thread_t *th = &m->threads[i];
     uint32_t seq = 2 + (uint32_t)i;
@@ -218,7 +413,22 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
     if (!interned)
         return -1;
     uint64_t prev = m->base_mono_ns;
-    start_sequence(w, seq, thread_uuid(m, i), prev);
+    start_sequence(w, seq, thread_uuid(m, i), prev, m->sample_first ? m->sample_clock : NULL);
+    samples_t sm;
+    memset(&sm, 0, sizeof sm);
+    if (m->sample_first) {
+        sm.nlabels = st_intern_count(m->labels);
+        sm.named = calloc(sm.nlabels ? sm.nlabels : 1, 1);
+        if (!sm.named || sample_grow(&sm) < 0) {
+            samples_free(&sm);
+            free(interned);
+            return -1;
+        }
+        sm.n = 1; /* node 0: the root */
+        sm.parent[0] = sm.label[0] = 0;
+        st_ev_reader_init(&sm.r, th->events, 1);
+        next_sample(&sm, m);
+    }
     st_ev_reader_t r;
     st_ev_reader_init(&r, th->events, 0);
     const st_ev_t *e;
@@ -229,6 +439,8 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
     while ((e = st_ev_next(&r)) != NULL) {
         if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END)
             continue; /* the slices are the timeline's calls */
+        for (; sm.next && sm.next->ticks <= e->ticks && !sm.error; next_sample(&sm, m), (*nsamples)++)
+            write_sample(w, m, &sm, m->pid, th->tid, seq, &prev);
         uint64_t ns = st_timeline_ns(m, e->ticks);
         if (ns < prev)
             ns = prev; /* clock calibration never runs time backwards */
@@ -286,8 +498,12 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         emit(w);
         (*events)++;
     }
+    for (; sm.next && !sm.error; next_sample(&sm, m), (*nsamples)++)
+        write_sample(w, m, &sm, m->pid, th->tid, seq, &prev);
+    int failed = r.error || sm.r.error || sm.error;
+    samples_free(&sm);
     free(interned);
-    return r.error ? -1 : 0;
+    return failed ? -1 : 0;
 }
 
 static void write_counters(writer_t *w, const st_timeline_t *m, uint64_t *events)
@@ -296,7 +512,7 @@ static void write_counters(writer_t *w, const st_timeline_t *m, uint64_t *events
         return;
     uint32_t seq = 2 + (uint32_t)m->nthreads;
     uint64_t prev = m->base_mono_ns;
-    start_sequence(w, seq, 0, prev);
+    start_sequence(w, seq, 0, prev, NULL);
     /* Samples of all counters in time order (each counter's are sorted). */
     size_t *next = calloc(m->ncounters, sizeof *next);
     if (!next) {
@@ -344,13 +560,13 @@ int st_perfetto_write(FILE *f, const st_timeline_t *m, st_perfetto_stats_t *stat
     st_strbuf_init(&w.b);
     st_strbuf_init(&w.c);
     st_strbuf_init(&w.text);
-    uint64_t slices = 0, samples = 0;
+    uint64_t slices = 0, samples = 0, stack_samples = 0;
     int rc = 0;
     write_clock_snapshot(&w, m);
     write_attributes(&w, m);
     write_descriptors(&w, m);
     for (size_t i = 0; i < m->nthreads && rc == 0; i++)
-        if (write_thread(&w, m, i, &slices) < 0)
+        if (write_thread(&w, m, i, &slices, &stack_samples) < 0)
             rc = st_msg_set(msg, ST_EIO, "cannot read back the timeline of thread %zu", i);
     write_counters(&w, m, &samples);
     flush_out(&w, 1);
@@ -360,6 +576,7 @@ int st_perfetto_write(FILE *f, const st_timeline_t *m, st_perfetto_stats_t *stat
         stats->bytes = w.written;
         stats->slice_events = slices;
         stats->counter_events = samples;
+        stats->stack_samples = stack_samples;
     }
     st_strbuf_free(&w.out);
     st_strbuf_free(&w.pkt);

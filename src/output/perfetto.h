@@ -13,6 +13,7 @@ typedef struct {
     uint64_t bytes;           /* size of what was written */
     uint64_t slice_events;    /* begins and ends */
     uint64_t counter_events;  /* counter samples */
+    uint64_t stack_samples;   /* StackSample packets */
 } st_perfetto_stats_t;
 
 /* Writes the whole trace to f. Returns 0, or ST_EIO with msg filled when writing

@@ -13,7 +13,8 @@
 #include "core/events.h"
 
 typedef struct {
-    const st_evbuf_t *events;   /* its begin and end events (other kinds are skipped) */
+    const st_evbuf_t *events;   /* its begin and end events, and its stack samples (other
+                                 * kinds are skipped) */
     uint32_t index;          /* |N>>> in the tables */
     uint64_t tid;
     const char *name;
@@ -40,6 +41,14 @@ typedef struct {
     uint64_t base_ticks;     /* a tick reading ... */
     uint64_t base_mono_ns;   /* ... and CLOCK_MONOTONIC at the same moment */
     uint64_t base_boot_ns;   /* CLOCK_BOOTTIME at the same moment */
+    /* stack samples (metric sample_metric of the signal lane): sampled id f is
+     * the labels sample_chain[sample_first[f] .. sample_first[f + 1]), outermost
+     * first; sample_first NULL: no samples on the timeline */
+    const uint32_t *sample_first, *sample_chain;
+    uint32_t sample_nids;
+    uint32_t sample_metric;
+    uint64_t sample_period_ns;  /* a sample's weight is periods of this */
+    const char *sample_clock;   /* "cpu" or "wall" */
     const char *const *attr_keys;   /* metadata: key/value pairs */
     const char *const *attr_values;
     size_t nattrs;

@@ -452,16 +452,20 @@ static void clear_codes(void)
     st_addrtab_free(&sp.codes);
 }
 
-/* --native: the Python ids (map: one label each, or none) and the native ids
- * (their chains, from NATIVE_BASE) folded together. */
-static int fold_mixed(st_session_t *s, const uint32_t *map)
+/* The samples folded: the Python ids (map: one label each, or none) and with
+ * --native the native ids (their chains, from NATIVE_BASE) together, as chains
+ * the session keeps for the timeline. */
+static int fold(st_session_t *s, const uint32_t *map)
 {
-    st_nstack_refresh(&nstack, 0);
-    uint32_t *nfirst, *nchain, nn;
-    int rc = st_nstack_chains(&nstack, &s->labels, &s->locs, &nfirst, &nchain, &nn);
-    if (rc < 0)
-        return rc;
-    uint32_t nids = NATIVE_BASE + ST_NSTACK_IDS;
+    uint32_t *nfirst = NULL, *nchain = NULL, nn = 0;
+    if (sp.native) {
+        st_nstack_refresh(&nstack, 0);
+        int rc = st_nstack_chains(&nstack, &s->labels, &s->locs, &nfirst, &nchain, &nn);
+        if (rc < 0)
+            return rc;
+    }
+    int rc = 0;
+    uint32_t nids = NATIVE_BASE + (sp.native ? ST_NSTACK_IDS : 0);
     uint32_t *first = malloc(((size_t)nids + 1) * sizeof *first);
     uint32_t *chain = malloc(((size_t)NATIVE_BASE + nn + 1) * sizeof *chain);
     if (first && chain) {
@@ -471,15 +475,21 @@ static int fold_mixed(st_session_t *s, const uint32_t *map)
             if (map[i] != ST_PATH_NONE)
                 chain[at++] = map[i];
         }
-        for (uint32_t i = 0; i <= ST_NSTACK_IDS; i++)
+        first[NATIVE_BASE] = at;
+        for (uint32_t i = 0; sp.native && i <= ST_NSTACK_IDS; i++)
             first[NATIVE_BASE + i] = at + nfirst[i];
-        memcpy(chain + at, nchain, (size_t)nn * sizeof *chain);
+        if (nn)
+            memcpy(chain + at, nchain, (size_t)nn * sizeof *chain);
         rc = st_rec_fold_chains(&s->rec, first, chain, nids);
+        s->stack_first = first; /* kept for the timeline's samples */
+        s->stack_chain = chain;
+        s->stack_nids = nids;
+        s->stack_period_ns = stacks.sig.period_ns;
     } else {
+        free(first);
+        free(chain);
         rc = ST_ENOMEM;
     }
-    free(first);
-    free(chain);
     free(nfirst);
     free(nchain);
     return rc;
@@ -500,7 +510,7 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
 #endif
     hold_new_codes();
     uint32_t *map = code_labels();
-    if (!map || (sp.native ? fold_mixed(s, map) : st_rec_fold_samples(&s->rec, map, NCODES + 1)) < 0)
+    if (!map || fold(s, map) < 0)
         s->stack_failed = 1;
     free(map);
     uint64_t unnamed = atomic_load(&sp.codes.full);

@@ -53,7 +53,8 @@ static void flag_form(st_strbuf_t *b, const char *name, const st_setting_def_t *
 
 /* The flags `strata sample` takes: what a native program's sampling uses. */
 static const st_setting_id_t exe_flags[] = {
-    ST_S_VERBOSE, ST_S_CONFIG_FILE, ST_S_OUTPUT_PATH, ST_S_SAMPLING_FREQ, ST_S_SAMPLING_CLOCK,
+    ST_S_VERBOSE, ST_S_CONFIG_FILE, ST_S_OUTPUT_PATH, ST_S_TRACE, ST_S_SAMPLING_FREQ,
+    ST_S_SAMPLING_CLOCK,
 };
 
 /* 1 when the command line of `opts` takes setting id's flag. */

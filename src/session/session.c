@@ -222,6 +222,8 @@ int st_session_finish(st_session_t *s, const st_settings_t *settings, FILE *tabl
 
 void st_session_free(st_session_t *s)
 {
+    free(s->stack_first);
+    free(s->stack_chain);
     if (s->sampling)
         st_sampler_free(&s->sampler);
     if (s->rec.id) /* set up (ids start at 1) */

@@ -51,6 +51,12 @@ typedef struct st_session {
     int stack_sampling;    /* a stack sampler ran (its collector sets it) */
     int stack_failed;      /* its samples could not all be folded (memory, spill) */
     st_model_stacks_t stacks; /* what the stack sampler contributes */
+    /* the stack sampler's frames: sampled id f is the labels
+     * stack_chain[stack_first[f] .. stack_first[f + 1]), outermost first (as
+     * st_rec_fold_chains takes them); kept for the timeline's samples; owned */
+    uint32_t *stack_first, *stack_chain;
+    uint32_t stack_nids;
+    uint64_t stack_period_ns;   /* one sampling period */
     st_sampler_t sampler;
     st_model_metric_t sampler_metrics[ST_SAMPLER_MAX_METRICS]; /* what it contributes */
     double ns_per_tick[ST_NTIMERS]; /* each timer's, while results are written */

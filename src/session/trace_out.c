@@ -149,12 +149,18 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         .pid = (long)getpid(),
         .process_name = process,
         .ns_per_tick = ns_per_tick,
+        .sample_first = s->stack_first,
+        .sample_chain = s->stack_chain,
+        .sample_nids = s->stack_nids,
+        .sample_metric = s->rec.m_samples,
+        .sample_period_ns = s->stack_period_ns,
+        .sample_clock = s->stacks.clock,
         .attr_keys = keys,
         .attr_values = values,
         .nattrs = sizeof keys / sizeof keys[0] - (spill_err ? 0 : 1),
     };
     st_clock_base(&m.base_ticks, &m.base_mono_ns, &m.base_boot_ns);
-    st_perfetto_stats_t ps = {0, 0, 0};
+    st_perfetto_stats_t ps = {0, 0, 0, 0};
     int rc = 0;
     char name[64];
     if (st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "perfetto")) {
@@ -170,7 +176,7 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
             *msg = second;
         }
     }
-    stats[0] = ps.slice_events;
+    stats[0] = ps.slice_events + ps.stack_samples;
     stats[3] = ps.bytes;
     if (!st_settings_has(&s->settings, ST_S_TRACE_FORMAT, "perfetto"))
         for (size_t i = 0; i < nthreads; i++)
