@@ -156,6 +156,17 @@ def test_program_keeps_its_sigprof(runner, programs):
     assert res.returncode == 0 and res.stdout == "sigprof ok\n", res.describe()
 
 
+def test_program_takes_the_signal(runner, programs):
+    """A program that installs a handler on strata's signal keeps it: strata moves to
+    another within 20 ms and says so; after that the program's handler sees only
+    its own signals, and sampling goes on."""
+    res = sample(runner, "-f", "1000", programs["fp_o2"], "takesig")
+    assert res.returncode == 0 and res.stdout == "takesig ok\n", res.describe()
+    assert "stack sampling moved to signal" in res.stderr, res.stderr
+    prof = load_profile(runner.results())
+    assert prof["stack_sampling"]["samples"] > 80, prof["stack_sampling"]
+
+
 def test_waits_under_the_wall_clock(runner, programs):
     """nanosleep, poll, select, a socket timeout and usleep under the wall clock:
     no EINTR, and the waiting time is sampled where the program waited."""

@@ -73,6 +73,9 @@ __attribute__((noinline)) void *deaf_worker(void *p)
 
 static void on_prof(int s) { (void)s; profs++; }
 
+volatile int mine;
+static void on_mine(int s) { (void)s; mine++; }
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "split";
@@ -107,6 +110,19 @@ int main(int argc, char **argv)
         setitimer(ITIMER_PROF, &it, NULL);
         spin(0.5);
         printf("sigprof %s\n", profs > 20 ? "ok" : "missing");
+        return 0;
+    }
+    if (!strcmp(mode, "takesig")) {
+        /* the program takes the highest real-time signal (strata's by default) */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_mine;
+        sigaction(SIGRTMAX, &sa, NULL);
+        spin(0.3);
+        int before = mine;
+        raise(SIGRTMAX);
+        spin(0.2);
+        printf("takesig %s\n", mine == before + 1 ? "ok" : "stray signals");
         return 0;
     }
     if (!strcmp(mode, "waits")) {
