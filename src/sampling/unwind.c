@@ -24,8 +24,8 @@
 
 #ifdef STRATA_HAVE_LIBUNWIND
 static int lu_warm(void);
-#endif
 static int lu_static_tls;
+#endif
 
 /* The stack bounds of thread `th` into t. */
 static int stack_bounds(st_unwind_thread_t *t, pthread_t th, st_msg_t *msg)
@@ -234,12 +234,6 @@ int st_unwind_libunwind_loaded(void)
 int st_unwind_libunwind_static_tls(void)
 {
     return 0;
-}
-
-int st_unwind_thread_init_of(st_unwind_thread_t *t, pthread_t th, st_msg_t *msg)
-{
-    (void)th;
-    return st_unwind_thread_init(t, msg);
 }
 
 void st_unwind_libunwind_flush(void)
