@@ -10,7 +10,9 @@ are attributed to the call that waited; mistakes are one line and exit 2.
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -212,6 +214,35 @@ def test_abort_keeps_status_and_says_why(runner, programs):
     res = sample(runner, programs["fp_o2"], "abort")
     assert res.returncode == -6, res.describe()
     assert (runner.results() / "incomplete.txt").is_file()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stop_signal_writes_results(runner, programs, sig):
+    """SIGTERM (a batch system's time limit) or SIGINT (Ctrl-C) at their default
+    action: the results are written, then the program dies by the signal."""
+    env = runner.env()
+    p = subprocess.Popen([str(STRATA), "sample", "-f", "500", str(programs["fp_o2"]), "forever"],
+                         cwd=runner.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"running\n"
+    time.sleep(0.5)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == -sig, (p.returncode, err.decode())
+    prof = load_profile(runner.results())
+    assert through(prof, "spin") > 50, err.decode()
+    assert not (runner.results() / "incomplete.txt").exists()
+
+
+def test_program_with_its_own_sigterm_handler(runner, programs):
+    env = runner.env()
+    p = subprocess.Popen([str(STRATA), "sample", str(programs["fp_o2"]), "ownterm"],
+                         cwd=runner.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"running\n"
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 4 and out == b"clean exit\n", (p.returncode, out, err.decode())
+    assert (runner.results() / "profile.json").is_file()
 
 
 def test_report_formats(runner, programs):

@@ -23,6 +23,13 @@
  *                   the timers stop and the pending signal is drained before an
  *                   exec; it goes on if the exec fails;
  *   _exit, _Exit    the results are written first (in the session's process);
+ *   SIGTERM, SIGINT where the program leaves them at their default action (Slurm's
+ *                   time limit, mpirun's cleanup, Ctrl-C): a handler that only
+ *                   posts a semaphore; strata's watcher thread (every signal
+ *                   blocked) writes the results, puts the default action back and
+ *                   raises the signal again, so the process still dies by it. A
+ *                   program that sets its own handler replaces strata's; a forked
+ *                   child's handler acts as the default action;
  *   nanosleep, clock_nanosleep, sleep, usleep, poll, ppoll, select, pselect,
  *   epoll_wait, epoll_pwait, accept, accept4, connect, recv, recvfrom, recvmsg,
  *   sigtimedwait    with the wall clock, the signal is held back while they wait
@@ -30,8 +37,8 @@
  * Other blocking calls that a handler interrupts even with SA_RESTART (read or
  * write on a socket with a timeout, msgrcv, semop) are not wrapped: under the
  * wall clock they may return EINTR, which careful programs retry.
- * What cannot be caught (a fatal signal, SIGKILL) leaves the results folder with
- * its incomplete.txt note, which says so. */
+ * What cannot be caught (a crash, SIGKILL, another fatal signal) leaves the
+ * results folder with its incomplete.txt note, which says so. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,6 +46,7 @@
 #include <libgen.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,7 +71,11 @@ static struct {
     pid_t pid;                /* the session's process */
     int live, finished;
     int terminal;             /* strata's copy of the terminal (fd 2 at the start) */
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;     /* held while the results are written */
+    /* SIGTERM and SIGINT */
+    sem_t wake;
+    volatile sig_atomic_t signo; /* the signal that came (0: none) */
+    int watching;
 } pl = {.terminal = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void fail(const char *what)
@@ -84,15 +96,18 @@ static void *next(const char *name)
     return f;
 }
 
-/* Stops sampling and writes the results, once, in the session's process. */
+/* Stops sampling and writes the results, once, in the session's process; a
+ * second caller (exit while a SIGTERM's results are being written) waits until
+ * they are. */
 static void finish(void)
 {
     pthread_mutex_lock(&pl.lock);
     int mine = pl.live && !pl.finished && getpid() == pl.pid;
     pl.finished |= mine;
-    pthread_mutex_unlock(&pl.lock);
-    if (!mine)
+    if (!mine) {
+        pthread_mutex_unlock(&pl.lock);
         return;
+    }
     st_session_stop(&pl.session);
     FILE *notes = pl.terminal >= 0 ? fdopen(pl.terminal, "w") : NULL;
     FILE *tables = st_settings_bool(&pl.session.settings, ST_S_PRINT_TABLES) ? notes : NULL;
@@ -102,6 +117,86 @@ static void finish(void)
     if (notes)
         fclose(notes);
     pl.terminal = -1;
+    pthread_mutex_unlock(&pl.lock);
+}
+
+/* SIGTERM or SIGINT at their default action: the watcher writes the results. In a
+ * forked child (or once the results are written), the default action at once. */
+static void default_action(int sig)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+}
+
+static void on_stop_signal(int sig)
+{
+    int saved = errno;
+    if (getpid() != pl.pid || pl.signo) {
+        default_action(sig);
+        raise(sig);
+    } else {
+        pl.signo = sig;
+        sem_post(&pl.wake);
+    }
+    errno = saved;
+}
+
+static void *watch(void *arg)
+{
+    (void)arg;
+    while (sem_wait(&pl.wake) != 0)
+        ;
+    int sig = pl.signo;
+    finish();
+    /* the process dies by the signal, as it would have without strata */
+    default_action(sig);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    kill(getpid(), sig);
+    return NULL;
+}
+
+/* Catches SIGTERM and SIGINT where they are at their default action. Returns the
+ * threads it started (0 or 1). */
+static int catch_stop_signals(void)
+{
+    const int sigs[] = {SIGTERM, SIGINT};
+    int any = 0;
+    struct sigaction cur;
+    for (int i = 0; i < 2; i++)
+        any |= sigaction(sigs[i], NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+               cur.sa_handler == SIG_DFL;
+    if (!any || sem_init(&pl.wake, 0, 0) != 0)
+        return 0;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    static int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real_create)
+        real_create = next("pthread_create");
+    pthread_t t;
+    int rc = real_create(&t, NULL, watch, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return 0;
+    pthread_detach(t);
+    for (int i = 0; i < 2; i++) {
+        if (sigaction(sigs[i], NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+            cur.sa_handler != SIG_DFL)
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        sigaction(sigs[i], &sa, NULL);
+    }
+    pl.watching = 1;
+    return 1;
 }
 
 __attribute__((constructor)) static void preload_start(void)
@@ -141,9 +236,10 @@ __attribute__((constructor)) static void preload_start(void)
     const char *shown = getenv("_STRATA_SAMPLE_SHOWN");
     if (shown && *shown)
         snprintf(pl.session.outdir_shown, sizeof pl.session.outdir_shown, "%s", shown);
-    pl.session.helper_threads = 1; /* the sampler's */
     pl.terminal = fcntl(2, F_DUPFD_CLOEXEC, 10);
     pl.pid = getpid();
+    /* strata's threads, left out of the program's: the sampler's and the watcher */
+    pl.session.helper_threads = 1 + catch_stop_signals();
     if (st_session_add_collector(&pl.session, &st_nsampler_collector) < 0 ||
         st_session_start(&pl.session, &msg) < 0)
         fail(msg.text);

@@ -74,6 +74,8 @@ __attribute__((noinline)) void *deaf_worker(void *p)
 static void on_prof(int s) { (void)s; profs++; }
 
 volatile int mine;
+volatile sig_atomic_t term;
+static void on_term(int s) { (void)s; term = 1; }
 static void on_mine(int s) { (void)s; mine++; }
 
 int main(int argc, char **argv)
@@ -111,6 +113,23 @@ int main(int argc, char **argv)
         spin(0.5);
         printf("sigprof %s\n", profs > 20 ? "ok" : "missing");
         return 0;
+    }
+    if (!strcmp(mode, "forever")) {
+        /* until a signal ends it (the test sends SIGTERM or SIGINT) */
+        printf("running\n");
+        fflush(stdout);
+        for (;;)
+            f(1.0);
+    }
+    if (!strcmp(mode, "ownterm")) {
+        /* its own SIGTERM handler: it ends cleanly */
+        signal(SIGTERM, on_term);
+        printf("running\n");
+        fflush(stdout);
+        while (!term)
+            f(1.0);
+        printf("clean exit\n");
+        return 4;
     }
     if (!strcmp(mode, "takesig")) {
         /* the program takes the highest real-time signal (strata's by default) */
