@@ -83,6 +83,11 @@ st_sthread_t *st_stacks_add(st_stacks_t *s, uint64_t tid, void *ctx)
         return NULL;
     pthread_mutex_lock(&s->lock);
     uint32_t n = atomic_load(&s->nthreads);
+    if (!s->on) { /* sampling has stopped (a maintenance tick that came late) */
+        pthread_mutex_unlock(&s->lock);
+        free(t);
+        return NULL;
+    }
     if (n == ST_STACKS_MAX_THREADS) {
         pthread_mutex_unlock(&s->lock);
         free(t);
@@ -137,7 +142,7 @@ void st_stacks_pause(st_stacks_t *s)
 void st_stacks_resume(st_stacks_t *s)
 {
     pthread_mutex_lock(&s->lock);
-    uint32_t n = atomic_load(&s->nthreads);
+    uint32_t n = s->on ? atomic_load(&s->nthreads) : 0;
     for (uint32_t i = 0; i < n; i++) {
         st_sthread_t *t = s->threads[i];
         st_msg_t msg;
@@ -213,7 +218,9 @@ int st_stacks_start(st_stacks_t *s, st_recorder_t *rec, uint32_t metric, int sig
     s->maint_cpu_ns = 0;
     s->ticks = 0;
     st_stacks_tasks_changed(s);
+    pthread_mutex_lock(&s->lock);
     s->on = 1;
+    pthread_mutex_unlock(&s->lock);
     return 0;
 }
 
@@ -238,7 +245,12 @@ static void *maintain(void *arg)
         pthread_mutex_unlock(&s->mlock);
         st_rec_maintain(s->rec);
         st_msg_t msg;
-        if (st_sigsampler_check(&s->sig, &msg) != 0)
+        /* under the lock: the timers move while no thread is added, dropped or
+         * stopped */
+        pthread_mutex_lock(&s->lock);
+        int moved = s->on ? st_sigsampler_check(&s->sig, &msg) : 0;
+        pthread_mutex_unlock(&s->lock);
+        if (moved != 0)
             st_stacks_note(s, "%s", msg.text);
         if (++s->ticks % BLOCKED_TICKS == 0)
             check_blocked(s);
@@ -281,20 +293,22 @@ void st_stacks_maint_stop(st_stacks_t *s)
 
 void st_stacks_stop(st_stacks_t *s)
 {
-    if (!s->on)
+    pthread_mutex_lock(&s->lock);
+    if (!s->on) {
+        pthread_mutex_unlock(&s->lock);
         return;
+    }
     s->on = 0;
     /* the threads' sampled time, before the timers go: a thread still alive runs to
      * now, one that ended to its last signal (st_stacks_summarise) */
-    pthread_mutex_lock(&s->lock);
     uint32_t n = atomic_load(&s->nthreads);
     for (uint32_t i = 0; i < n; i++) {
         st_sthread_t *t = s->threads[i];
         if (t->slot >= 0)
             t->clock1 = sampling_clock(s, t->tid);
     }
-    pthread_mutex_unlock(&s->lock);
     st_sigsampler_uninstall(&s->sig); /* no handler runs after this */
+    pthread_mutex_unlock(&s->lock);
 }
 
 void st_stacks_summarise(st_stacks_t *s, st_model_stacks_t *st, uint64_t unnamed)

@@ -82,7 +82,8 @@ struct st_stacks {
     uint32_t metric;             /* the recorder's samples metric */
     uint32_t max_periods;        /* the most periods one signal stands for */
     st_stacks_walk_fn walk;
-    pthread_mutex_t lock;        /* threads added, armed, dropped */
+    pthread_mutex_t lock;        /* threads added, armed, dropped; the timers moved;
+                                  * sampling stopped */
     st_sthread_t *threads[ST_STACKS_MAX_THREADS];
     _Atomic uint32_t nthreads;
     char note[sizeof(st_msg_t) + 64]; /* the first thing that went wrong or changed */
@@ -114,8 +115,8 @@ int st_stacks_start(st_stacks_t *s, st_recorder_t *rec, uint32_t metric, int sig
                     st_sigclock_t clock, double freq, st_stacks_walk_fn walk, st_msg_t *msg);
 
 /* Samples thread `tid` from now on: its state (registered with the recorder,
- * its clock read, its timer armed), or NULL when out of memory or past
- * ST_STACKS_MAX_THREADS. A thread that could not be armed is kept (its state
+ * its clock read, its timer armed), or NULL when out of memory, past
+ * ST_STACKS_MAX_THREADS or once st_stacks_stop has run. A thread that could not be armed is kept (its state
  * says so: slot -1) and noted. Any thread, not a handler; takes the lock. */
 st_sthread_t *st_stacks_add(st_stacks_t *s, uint64_t tid, void *ctx);
 
