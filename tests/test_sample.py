@@ -17,6 +17,7 @@ import time
 import pytest
 
 from conftest import PYTHON, STRATA, TESTS, load_profile
+from test_sampling import samples_by_path as tree
 
 SRC = TESTS / "data" / "native"
 
@@ -48,21 +49,6 @@ def programs(tmp_path_factory):
 
 def sample(runner, *args, env=None):
     return runner.run([STRATA, "sample", *args], env=env)
-
-
-def tree(profile: dict, thread: int | None = None) -> dict:
-    """{(label, ...): samples} of every node's own samples, over the threads."""
-    out = {}
-    for th in profile["threads"]:
-        if thread is not None and th["index"] != thread:
-            continue
-        paths = {}
-        for n in th["nodes"]:
-            paths[n["id"]] = (paths[n["parent"]] if n["parent"] >= 0 else ()) + (n["label"],)
-            v = n["metrics"].get("samples", 0)
-            if v:
-                out[paths[n["id"]]] = out.get(paths[n["id"]], 0) + v
-    return out
 
 
 def through(profile: dict, label: str, thread: int | None = None) -> int:

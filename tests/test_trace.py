@@ -619,36 +619,13 @@ def test_flush_failure_does_not_advise_flush(runner):
     assert "flush keeps them" not in r.stderr, r.stderr[-2000:]
 
 
-SAMPLED = """
-def unit():
-    s = 0
-    for i in range(20000):
-        s += i * i
-    return s
-
-def f():
-    for _ in range(7):
-        unit()
-
-def g():
-    for _ in range(3):
-        unit()
-
-def main():
-    for _ in range(40):
-        f()
-        g()
-
-main()
-"""
-
-
 def test_stack_samples_on_the_timeline(runner):
     """--sample with --trace: every sample is a StackSample on its thread, in time
     with the slices, its callstack the profile's path (root first), weighted by the
     nanoseconds of sampling clock it stands for."""
     need_schema()
-    _, res = run_traced(runner, SAMPLED, "--sample", "-f", "500")
+    from test_sampling import SPLIT
+    _, res = run_traced(runner, textwrap.dedent(SPLIT.format(rounds=40)), "--sample", "-f", "500")
     tr = decode(res / "trace.pftrace")
     prof = load_profile(res)
     st = prof["stack_sampling"]

@@ -429,18 +429,32 @@ static char **collect(const char *arg0, va_list ap, char ***envp)
     return argv;
 }
 
-EXPORT int execl(const char *path, const char *arg, ...)
+/* execl, execlp and execle through execv, execvp and execve (their wrappers). */
+enum { EXEC_L, EXEC_LP, EXEC_LE };
+
+static int exec_list(int how, const char *path, const char *arg, va_list ap)
 {
-    va_list ap;
-    va_start(ap, arg);
-    char **argv = collect(arg, ap, NULL);
-    va_end(ap);
+    char **envp = NULL;
+    char **argv = collect(arg, ap, how == EXEC_LE ? &envp : NULL);
     if (!argv) {
         errno = ENOMEM;
         return -1;
     }
-    int rc = execv(path, argv);
+    int rc = how == EXEC_L ? execv(path, argv)
+             : how == EXEC_LP ? execvp(path, argv)
+                              : execve(path, argv, envp);
+    int saved = errno;
     free(argv);
+    errno = saved;
+    return rc;
+}
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = exec_list(EXEC_L, path, arg, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -448,14 +462,8 @@ EXPORT int execlp(const char *file, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    char **argv = collect(arg, ap, NULL);
+    int rc = exec_list(EXEC_LP, file, arg, ap);
     va_end(ap);
-    if (!argv) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int rc = execvp(file, argv);
-    free(argv);
     return rc;
 }
 
@@ -463,15 +471,8 @@ EXPORT int execle(const char *path, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    char **envp = NULL;
-    char **argv = collect(arg, ap, &envp);
+    int rc = exec_list(EXEC_LE, path, arg, ap);
     va_end(ap);
-    if (!argv) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int rc = execve(path, argv, envp);
-    free(argv);
     return rc;
 }
 

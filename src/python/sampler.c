@@ -523,16 +523,9 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     free_threads();
 }
 
-static void sampler_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
-{
-    (void)c;
-    if (s->stack_sampling)
-        m->stacks = &s->stacks;
-}
-
 const st_collector_t st_pysampler_collector = {
     .name = "stack sampler",
     .start = sampler_start,
     .stop = sampler_stop,
-    .contribute = sampler_contribute,
+    .contribute = st_session_stacks_contribute,
 };

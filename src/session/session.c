@@ -220,6 +220,13 @@ int st_session_finish(st_session_t *s, const st_settings_t *settings, FILE *tabl
     return rc;
 }
 
+void st_session_stacks_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
+{
+    (void)c;
+    if (s->stack_sampling)
+        m->stacks = &s->stacks;
+}
+
 void st_session_free(st_session_t *s)
 {
     free(s->stack_first);

@@ -160,6 +160,10 @@ void st_session_print_trace_summary(FILE *info, FILE *notes, const st_session_t 
  * (profile-<rank>.json, <component>-<rank>.txt) and in profile.json. */
 int st_session_rank_from_env(char *const *envp, uint32_t *rank);
 
+/* A stack sampler's contribute (collector.h): what it did (s->stacks), once it
+ * ran. */
+void st_session_stacks_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m);
+
 /* The timeline's collector (trace_out.c): flush writes the timeline files, contribute
  * gives the model their statistics. Added by st_session_init when the session traces. */
 extern const st_collector_t st_session_timeline_collector;
