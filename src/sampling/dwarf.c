@@ -98,14 +98,21 @@ fail:
     return NULL;
 }
 
-/* A DIE's name for people: its linkage name (to demangle) where it has one. */
+/* A DIE's name for people: its linkage name where it is a mangled C++ or Rust
+ * one (demangled later: "ns::Class::method(int)"), else its own name (a Fortran
+ * module procedure's linkage name, "__kern_MOD_heavy", is no clearer than
+ * "heavy"). */
 static const char *die_name(Dwarf_Die *die)
 {
     Dwarf_Attribute attr;
-    const char *name = dw.dwarf_formstring(dw.dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-    if (!name)
-        name = dw.dwarf_formstring(dw.dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
-    return name ? name : dw.dwarf_diename(die);
+    const char *link = dw.dwarf_formstring(dw.dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+    if (!link)
+        link = dw.dwarf_formstring(dw.dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    if (link && link[0] == '_' && (link[1] == 'Z' || link[1] == 'R'))
+        return link;
+    /* its own or its declaration's (DW_AT_specification, abstract_origin) */
+    const char *name = dw.dwarf_formstring(dw.dwarf_attr_integrate(die, DW_AT_name, &attr));
+    return name ? name : link;
 }
 
 int st_dw_resolve(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)
