@@ -367,3 +367,15 @@ def test_trace_holds_the_samples(runner, programs):
     stacks = {stack for _, stack, _ in samples}
     assert any(st[-3:] == ("split", "f", "spin") for st in stacks), sorted(stacks)[:5]
     assert sum(w for _, _, w in samples) == prof["stack_sampling"]["periods"] * 1_000_000
+
+
+def test_long_run_keeps_every_sample(runner, programs):
+    """Samples are added up as the run goes: 20000 samples (1.6 MB of events) fit a
+    1 MB buffer with none lost (they would not if they were all kept to the end)."""
+    res = sample(runner, "-f", "10000", "--sample-clock", "wall", programs["fp_o2"], "split", "2",
+                 env={"STRATA_TRACE_BUFFER_SIZE": "1MiB", "STRATA_SAMPLING_UNWIND": "fp"})
+    assert res.returncode == 3, res.describe()
+    st = load_profile(runner.results())["stack_sampling"]
+    assert st["samples"] > 15000 and st["lost"] == 0, st
+    total = sum(tree(load_profile(runner.results())).values())
+    assert total + st["left_out"] == st["periods"] - st["delayed"], (total, st)

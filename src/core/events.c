@@ -402,6 +402,26 @@ void st_ev_drain(st_evbuf_t *b)
     pthread_mutex_unlock(&sh->lock);
 }
 
+void st_ev_consume(st_evbuf_t *b, st_ev_consume_fn fn, void *arg)
+{
+    st_ev_shared_t *sh = b->shared;
+    st_evlane_t *l = &b->sig;
+    pthread_mutex_lock(&sh->lock);
+    st_evchunk_t *c;
+    while (!l->spilled && !l->failed && (c = atomic_load_explicit(&l->head, memory_order_acquire))) {
+        st_evchunk_t *next = atomic_load_explicit(&c->next, memory_order_acquire);
+        if (!next)
+            break; /* the chunk handlers write now */
+        fn(arg, c->w, c->n);
+        atomic_store_explicit(&l->head, next, memory_order_relaxed);
+        if (ring_put(sh, c) < 0) {
+            give_back(sh, ST_EV_CHUNK_BYTES(c->cap));
+            chunk_free(c);
+        }
+    }
+    pthread_mutex_unlock(&sh->lock);
+}
+
 st_ev_t *st_evbuf_sig_reserve(st_evbuf_t *b, uint32_t nextra)
 {
     if (b->sig_busy) {

@@ -194,6 +194,15 @@ void st_evbuf_finish(st_evbuf_t *b);
  * handlers may be writing the lane. Does nothing under discard. */
 void st_ev_drain(st_evbuf_t *b);
 
+/* Hands the signal lane's full chunks to `fn` (its words, in order) and returns
+ * them to the ring: a sampler that adds its samples up while the run goes on, so
+ * that a long run keeps its memory to the samples since the last call. Under any
+ * policy; a spilled lane is left to st_ev_drain. Any thread (the shared lock
+ * orders it with drains), while handlers may be writing the lane; fn runs under
+ * that lock and must not record. */
+typedef void (*st_ev_consume_fn)(void *arg, const st_ev_t *words, uint32_t n);
+void st_ev_consume(st_evbuf_t *b, st_ev_consume_fn fn, void *arg);
+
 /* Slow path of the main lane: a chunk with room for `words` more words (a new one,
  * or the old one spilled); -1 when none can be had. */
 int st_evbuf_grow(st_evbuf_t *b, uint32_t words);

@@ -382,9 +382,42 @@ void st_rec_flow(st_rec_thread_t *th, uint64_t id)
     }
 }
 
+void st_rec_set_sink(st_recorder_t *r, void (*fn)(void *arg, st_rec_thread_t *th, const st_ev_t *e),
+                     void *arg)
+{
+    r->sink = fn;
+    r->sink_arg = arg;
+}
+
+typedef struct {
+    st_recorder_t *r;
+    st_rec_thread_t *th;
+} sink_ctx_t;
+
+/* st_ev_consume's callback: each event of a chunk to the sink. */
+static void sink_chunk(void *arg, const st_ev_t *w, uint32_t n)
+{
+    sink_ctx_t *c = arg;
+    for (uint32_t i = 0; i < n; i += 1u + w[i].nextra)
+        if (w[i].kind == ST_EV_SAMPLE)
+            c->r->sink(c->r->sink_arg, c->th, &w[i]);
+}
+
 void st_rec_maintain(st_recorder_t *r)
 {
     st_ev_refill(&r->ev);
+    if (r->sink) {
+        for (uint32_t i = 0;; i++) {
+            pthread_mutex_lock(&r->lock);
+            st_rec_thread_t *th = i < r->nthreads ? r->threads[i] : NULL;
+            pthread_mutex_unlock(&r->lock);
+            if (!th)
+                break;
+            sink_ctx_t c = {r, th};
+            st_ev_consume(&th->ev, sink_chunk, &c);
+        }
+        st_ev_refill(&r->ev);
+    }
     if (r->ev.policy != ST_EV_FLUSH)
         return;
     /* thread states live until st_rec_free, but a registration may move the array:

@@ -145,6 +145,8 @@ typedef struct st_recorder {
     st_rec_track_t *tracks;
     uint32_t ntracks, captracks;
     _Atomic uint64_t sample_lost; /* samples in threads with no state */
+    void (*sink)(void *arg, st_rec_thread_t *th, const st_ev_t *e); /* st_rec_set_sink */
+    void *sink_arg;
     int started;              /* a thread registered: no new metrics */
     int sealed;               /* recording has stopped: thread ends change nothing */
 } st_recorder_t;
@@ -372,6 +374,16 @@ void st_rec_flow(st_rec_thread_t *th, uint64_t id);
 
 /* Refills the signal chunks; spills full ones under flush. Any thread. */
 void st_rec_maintain(st_recorder_t *r);
+/* From now on st_rec_maintain hands every thread's recorded samples (each sample
+ * event, its frames after its st_ev_pair_t) to `fn` on the maintenance thread and
+ * frees their room, so that a long run's samples take no more memory than those
+ * since the last call: for a sampler that adds them up itself (no timeline needs
+ * them). Those still in the lanes at the end are read as before
+ * (st_rec_fold_samples). fn runs with the event buffers' lock held and must not
+ * record. NULL: keep them (the default). Before the first sample. */
+void st_rec_set_sink(st_recorder_t *r, void (*fn)(void *arg, st_rec_thread_t *th, const st_ev_t *e),
+                     void *arg);
+
 /* A sampler follows `nthreads` threads: each one's signal lane takes a chunk of
  * its own at its first sample, so the ring keeps at least the configured
  * sig_chunks plus one a thread (up to ST_EV_RING). Any thread, not signal-safe. */

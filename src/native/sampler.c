@@ -209,7 +209,7 @@ static int fold(st_session_t *s)
     int rc = st_nstack_chains(&nstack, &s->labels, &s->locs, &first, &chain, &nchain);
     if (rc < 0)
         return rc;
-    rc = st_rec_fold_chains(&s->rec, first, chain, ST_NSTACK_IDS);
+    rc = st_stacks_fold(&stacks, first, chain, ST_NSTACK_IDS);
     /* kept for the timeline's samples */
     s->stack_first = first;
     s->stack_chain = chain;

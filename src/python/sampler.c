@@ -480,7 +480,7 @@ static int fold(st_session_t *s, const uint32_t *map)
             first[NATIVE_BASE + i] = at + nfirst[i];
         if (nn)
             memcpy(chain + at, nchain, (size_t)nn * sizeof *chain);
-        rc = st_rec_fold_chains(&s->rec, first, chain, nids);
+        rc = st_stacks_fold(&stacks, first, chain, nids);
         s->stack_first = first; /* kept for the timeline's samples */
         s->stack_chain = chain;
         s->stack_nids = nids;

@@ -201,6 +201,107 @@ int st_stacks_tasks_changed(st_stacks_t *s)
 /* ------------------------------------------------------------------------- */
 /* Start, maintenance, stop                                                  */
 
+/* ------------------------------------------------------------------------- */
+/* Samples added up while the run goes                                       */
+
+/* Room for one more node in t; 0 or -1. */
+static int tree_grow(st_idtree_t *t)
+{
+    if (t->n < t->cap)
+        return 0;
+    if (t->cap >= ST_STACKS_TREE_MAX)
+        return -1;
+    uint32_t cap = t->cap ? t->cap * 2 : 1024;
+    uint32_t *p = realloc(t->parent, cap * sizeof *p);
+    if (p)
+        t->parent = p;
+    uint32_t *id = realloc(t->id, cap * sizeof *id);
+    if (id)
+        t->id = id;
+    uint64_t *w = realloc(t->periods, cap * sizeof *w);
+    if (w)
+        t->periods = w;
+    if (!p || !id || !w)
+        return -1;
+    t->cap = cap;
+    return 0;
+}
+
+/* The recorder's sink (st_rec_set_sink), on the maintenance thread: one sample
+ * into its thread's tree. */
+static void sink(void *arg, st_rec_thread_t *th, const st_ev_t *e)
+{
+    st_stacks_t *s = arg;
+    const st_ev_pair_t *p = (const st_ev_pair_t *)(e + 1);
+    const uint32_t *frames = (const uint32_t *)(p + 1);
+    if (e->a != s->metric)
+        return;
+    if (th->index >= s->ntrees) {
+        uint32_t n = th->index + 16;
+        st_idtree_t *more = realloc(s->trees, n * sizeof *more);
+        if (!more) {
+            s->tree_lost++;
+            return;
+        }
+        memset(more + s->ntrees, 0, (n - s->ntrees) * sizeof *more);
+        s->trees = more;
+        s->ntrees = n;
+    }
+    st_idtree_t *t = &s->trees[th->index];
+    if (t->n == 0) { /* node 0: the root */
+        if (tree_grow(t) < 0) {
+            s->tree_lost++;
+            return;
+        }
+        t->parent[0] = t->id[0] = 0;
+        t->periods[0] = 0;
+        t->n = 1;
+    }
+    uint32_t node = 0;
+    for (uint64_t k = p->u1; k > 0; k--) {
+        uint64_t key = (uint64_t)node << 32 | frames[k - 1];
+        uint32_t child = st_u64map_get(&t->children, key);
+        if (child == UINT32_MAX) {
+            if (tree_grow(t) < 0 || st_u64map_put(&t->children, key, t->n, NULL) < 0) {
+                s->tree_lost++;
+                return;
+            }
+            child = t->n++;
+            t->parent[child] = node;
+            t->id[child] = frames[k - 1];
+            t->periods[child] = 0;
+        }
+        node = child;
+    }
+    t->periods[node] += p->u0;
+}
+
+int st_stacks_fold(st_stacks_t *s, const uint32_t *first, const uint32_t *chain, uint32_t nids)
+{
+    st_recorder_t *rec = s->rec;
+    for (uint32_t i = 0; i < s->ntrees && i < rec->nthreads; i++) {
+        st_idtree_t *t = &s->trees[i];
+        if (!t->n)
+            continue;
+        st_pathtab_t *pt = &rec->threads[i]->paths;
+        uint32_t *at = malloc((size_t)t->n * sizeof *at); /* tree node -> path node */
+        if (!at)
+            return ST_ENOMEM;
+        at[0] = 0;
+        for (uint32_t k = 1; k < t->n; k++) { /* parents come before their children */
+            uint32_t node = at[t->parent[k]], f = t->id[k];
+            for (uint32_t j = f < nids ? first[f] : 0, end = f < nids ? first[f + 1] : 0;
+                 j < end && node != ST_PATH_NONE; j++)
+                node = st_pathtab_child(pt, node, chain[j]);
+            at[k] = node;
+            if (node != ST_PATH_NONE && t->periods[k])
+                st_mcols_u64(&pt->cols, s->metric)[node] += t->periods[k];
+        }
+        free(at);
+    }
+    return st_rec_fold_chains(rec, first, chain, nids);
+}
+
 int st_stacks_start(st_stacks_t *s, st_recorder_t *rec, uint32_t metric, int signo,
                     st_sigclock_t clock, double freq, st_stacks_walk_fn walk, st_msg_t *msg)
 {
@@ -217,6 +318,10 @@ int st_stacks_start(st_stacks_t *s, st_recorder_t *rec, uint32_t metric, int sig
     s->max_periods = 4 + (uint32_t)(freq / 4.0);
     s->maint_cpu_ns = 0;
     s->ticks = 0;
+    s->tree_lost = 0;
+    /* no timeline needs the samples themselves: they are added up as they come */
+    if (!rec->cfg.trace)
+        st_rec_set_sink(rec, sink, s);
     st_stacks_tasks_changed(s);
     pthread_mutex_lock(&s->lock);
     s->on = 1;
@@ -347,7 +452,7 @@ void st_stacks_summarise(st_stacks_t *s, st_model_stacks_t *st, uint64_t unnamed
         cpu_ns += atomic_load(&t->cpu_ns);
     }
     st_recorder_t *rec = s->rec;
-    st->lost = st_rec_samples_lost(rec);
+    st->lost = st_rec_samples_lost(rec) + s->tree_lost;
     /* what the fold left on the roots: samples with no frame the filters keep */
     for (uint32_t i = 0; i < rec->nthreads; i++)
         st->left_out += st_mcols_u64(&rec->threads[i]->paths.cols, rec->m_samples)[0];
@@ -358,6 +463,17 @@ void st_stacks_summarise(st_stacks_t *s, st_model_stacks_t *st, uint64_t unnamed
 
 void st_stacks_end(st_stacks_t *s)
 {
+    for (uint32_t i = 0; i < s->ntrees; i++) {
+        st_u64map_free(&s->trees[i].children);
+        free(s->trees[i].parent);
+        free(s->trees[i].id);
+        free(s->trees[i].periods);
+    }
+    free(s->trees);
+    s->trees = NULL;
+    s->ntrees = 0;
+    if (s->rec)
+        st_rec_set_sink(s->rec, NULL, NULL);
     uint32_t n = atomic_load(&s->nthreads);
     for (uint32_t i = 0; i < n; i++)
         free(s->threads[i]);

@@ -20,6 +20,12 @@
  *     second for threads that block the signal (their SigBlk in /proc), and
  *     calls the front end's tick (the Python front end takes the GIL there to
  *     find new threads and hold new code objects). It blocks every signal;
+ *   - the samples added up as the run goes: unless a timeline needs them, the
+ *     maintenance thread takes each thread's full signal chunks every 20 ms
+ *     (st_rec_set_sink) into a tree of raw id paths per thread (a node per
+ *     distinct path, its periods), so a run of hours keeps the memory of its
+ *     distinct stacks, not of its samples; st_stacks_fold names the trees'
+ *     ids at the end, with the samples still in the lanes;
  *   - the end: every thread's sampled time (its CPU clock or the monotonic
  *     clock, from arming to the end or to its last signal), the timers deleted,
  *     and what sampling did summarised for the model (st_model_stacks_t: rates,
@@ -35,6 +41,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/u64map.h"
 #include "core/recorder.h"
 #include "model/model.h"
 #include "sampling/timers.h"
@@ -76,6 +83,16 @@ typedef int (*st_stacks_walk_fn)(st_sthread_t *t, void *ucontext, uint32_t *ids,
 enum { ST_STACKS_BEGIN, ST_STACKS_TICK, ST_STACKS_END };
 typedef void (*st_stacks_tick_fn)(st_stacks_t *s, int phase, void *arg);
 
+/* One thread's samples added up: a tree of id paths (node 0: the root). */
+typedef struct {
+    st_u64map_t children;        /* parent << 32 | id -> node */
+    uint32_t *parent, *id;
+    uint64_t *periods;
+    uint32_t n, cap;
+} st_idtree_t;
+
+#define ST_STACKS_TREE_MAX (1u << 22) /* nodes a thread's tree may have */
+
 struct st_stacks {
     st_sigsampler_t sig;
     st_recorder_t *rec;
@@ -99,6 +116,10 @@ struct st_stacks {
     st_stacks_tick_fn tick;
     void *tick_arg;
     int on;
+    /* the samples added up (maintenance thread; read at the end) */
+    st_idtree_t *trees;          /* by the recorder's thread index */
+    uint32_t ntrees;
+    uint64_t tree_lost;          /* samples no tree had room for */
 };
 
 /* Zero-initialised storage with the two locks and the condition initialised. */
@@ -147,6 +168,12 @@ void st_stacks_maint_stop(st_stacks_t *s);
 /* Sampling ends: every live thread's clock is read, the timers are deleted and
  * the previous handler is put back; no walk runs after this. */
 void st_stacks_stop(st_stacks_t *s);
+
+/* Folds every sample into its thread's paths (the metric given at start): those
+ * the trees added up and those still in the lanes, an id `f` standing for the
+ * labels chain[first[f] .. first[f + 1]) (st_rec_fold_chains). After
+ * st_stacks_stop and st_stacks_maint_stop. 0, ST_ENOMEM or ST_EIO. */
+int st_stacks_fold(st_stacks_t *s, const uint32_t *first, const uint32_t *chain, uint32_t nids);
 
 /* What sampling did, for the model (after st_stacks_stop and the fold): rates,
  * counts, own cost, the note. `unnamed`: frames the front end could not name. */
