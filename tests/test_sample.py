@@ -202,17 +202,32 @@ def test_abort_keeps_status_and_says_why(runner, programs):
     assert (runner.results() / "incomplete.txt").is_file()
 
 
+def _default_stop_signals():
+    # a shell's background job starts with SIGINT ignored, and that is inherited:
+    # the program under test gets them at their default action, as from a terminal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def start(runner, *args):
+    """strata sample ARGS, running, with SIGINT and SIGTERM at their default action."""
+    return subprocess.Popen([str(STRATA), "sample", *map(str, args)], cwd=runner.dir,
+                            env=runner.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_stop_signals)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_stop_signal_writes_results(runner, programs, sig):
     """SIGTERM (a batch system's time limit) or SIGINT (Ctrl-C) at their default
     action: the results are written, then the program dies by the signal."""
-    env = runner.env()
-    p = subprocess.Popen([str(STRATA), "sample", "-f", "500", str(programs["fp_o2"]), "forever"],
-                         cwd=runner.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert p.stdout.readline() == b"running\n"
-    time.sleep(0.5)
-    p.send_signal(sig)
-    out, err = p.communicate(timeout=60)
+    p = start(runner, "-f", "500", programs["fp_o2"], "forever")
+    try:
+        assert p.stdout.readline() == b"running\n"
+        time.sleep(0.5)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
     assert p.returncode == -sig, (p.returncode, err.decode())
     prof = load_profile(runner.results())
     assert through(prof, "spin") > 50, err.decode()
@@ -220,13 +235,14 @@ def test_stop_signal_writes_results(runner, programs, sig):
 
 
 def test_program_with_its_own_sigterm_handler(runner, programs):
-    env = runner.env()
-    p = subprocess.Popen([str(STRATA), "sample", str(programs["fp_o2"]), "ownterm"],
-                         cwd=runner.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert p.stdout.readline() == b"running\n"
-    time.sleep(0.3)
-    p.send_signal(signal.SIGTERM)
-    out, err = p.communicate(timeout=60)
+    p = start(runner, programs["fp_o2"], "ownterm")
+    try:
+        assert p.stdout.readline() == b"running\n"
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
     assert p.returncode == 4 and out == b"clean exit\n", (p.returncode, out, err.decode())
     assert (runner.results() / "profile.json").is_file()
 
