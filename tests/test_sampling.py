@@ -378,15 +378,17 @@ def test_64_threads(runner):
     assert prof["stack_sampling"]["lost"] == 0
 
 
-def test_cpython_tests_unchanged_under_sampling(runner):
+@pytest.mark.parametrize("native", [False, True], ids=["python", "native"])
+def test_cpython_tests_unchanged_under_sampling(runner, native):
     """A slice of CPython's own test suite passes under sampling at 1 kHz of wall
-    time (every thread interrupted, waits included), as it does without."""
+    time (every thread interrupted, waits included), as it does without; with
+    --native, each sample also walks the C stack (libunwind, in every handler)."""
     plain = runner.plain("-m", "test", "test_json", "-q")
     if plain.returncode != 0 or "SUCCESS" not in plain.stdout:
         pytest.skip(f"CPython's test_json does not pass here without strata: "
                     f"{plain.stdout[-300:]}")
-    res = runner.strata("--sample", "--sample-clock", "wall", "-f", "1000", "-m", "test",
-                        "test_json", "-q")
+    res = runner.strata("--sample", "--sample-clock", "wall", "-f", "1000",
+                        *(["--native"] if native else []), "-m", "test", "test_json", "-q")
     assert res.returncode == 0 and "Result: SUCCESS" in res.stdout, res.describe()
     st = load_profile(runner.results())["stack_sampling"]
     assert st["samples"] > 100 and st["lost"] == 0, st
