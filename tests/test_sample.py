@@ -395,3 +395,26 @@ def test_long_run_keeps_every_sample(runner, programs):
     assert st["samples"] > 15000 and st["lost"] == 0, st
     total = sum(tree(load_profile(runner.results())).values())
     assert total + st["left_out"] == st["periods"] - st["delayed"], (total, st)
+
+
+def test_mpi_ranks_merge_by_samples(runner, programs):
+    """mpirun -n 2 strata sample -- program: a profile per rank in one folder, and
+    strata merge balances the ranks' work in samples."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        pytest.skip("mpirun is not installed (Debian's openmpi-bin)")
+    env = {"STRATA_PRINT_TABLES": "OFF", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    res = runner.run([mpirun, "-n", "2", "--oversubscribe", STRATA, "sample", "-f", "500", "--",
+                      programs["fp_o2"], "split", "0.4"], env=env, timeout=120)
+    assert res.returncode == 3, res.describe()
+    found = sorted(runner.dir.glob("strata-*-output/*/profile-*.json"))
+    assert [p.name for p in found] == ["profile-0.json", "profile-1.json"], found
+    out = runner.run([STRATA, "merge", "-o", "merged", *sorted({p.parent for p in found})])
+    assert out.returncode == 0, out.describe()
+    lb = (runner.dir / "merged" / "load_balance.txt").read_text()
+    assert "2 of 2 ranks did any work" in lb and "(SAMPLES)" in lb, lb
+    assert "spin [split.c]" in lb, lb
+    merged = load_profile(runner.dir / "merged")
+    assert merged["components"] == [] and merged["stack_sampling"]["samples"] > 100
+    assert not (runner.dir / "merged" / "trip_count.txt").exists()

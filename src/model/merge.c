@@ -415,7 +415,10 @@ int st_merge_end(st_merger_t *mg)
     mg->contrib = NULL;
     if (rc < 0)
         return rc;
-    unsigned comps = mg->n && mg->comps ? mg->comps : 1u << ST_COMP_TRIP_COUNT;
+    /* runs that share no component: their counts (every profile has them); runs
+     * that only sampled stacks timed nothing: none */
+    unsigned comps = mg->n && (mg->comps || out->has_stacks) ? mg->comps
+                                                              : 1u << ST_COMP_TRIP_COUNT;
     om->components = comps;
     om->nruns = runs > mg->maxruns_in ? runs : mg->maxruns_in;
     /* ranks kept (threads are sorted by rank now) */

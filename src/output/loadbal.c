@@ -68,8 +68,13 @@ int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
     }
     /* functions are keyed as the function graph keys them: build one graph over all
      * ranks for the list, then one per rank for the times */
+    /* what a rank's work is measured in: the primary timer, else stack samples
+     * (a sampled run), else calls */
+    uint32_t metric = st_model_weight(m);
+    int by_samples = metric != ST_METRIC_NONE && m->metrics &&
+                     m->metrics->defs[metric].kind == ST_METRIC_SAMPLES;
     st_fgraph_t all;
-    int rc = st_fgraph_build(&all, m, -1);
+    int rc = st_fgraph_build_metric(&all, m, -1, metric);
     if (rc < 0) {
         free(ranks);
         return rc;
@@ -88,19 +93,21 @@ int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
         rows[f].label = all.fns[f].label;
         rows[f].idle = bits + (size_t)f * bytes;
     }
-    int by_calls = all.timer < 0;
+    int by_calls = metric == ST_METRIC_NONE;
     for (uint32_t ri = 0; ri < nr && rc == 0; ri++) {
         st_fgraph_t g;
-        rc = st_fgraph_build(&g, m, (long)ranks[ri]);
+        rc = st_fgraph_build_metric(&g, m, (long)ranks[ri], metric);
         if (rc < 0)
             break;
         for (uint32_t f = 0; f < g.nfns; f++) {
             uint32_t a = st_fgraph_fn_of(&all, m, g.fns[f].label);
             if (a == UINT32_MAX)
                 continue;
-            double v = by_calls ? (double)g.fns[f].nc : g.fns[f].ct * 1e-9;
+            double v = by_calls     ? (double)g.fns[f].nc
+                       : by_samples ? g.fns[f].ct
+                                    : g.fns[f].ct * 1e-9;
             row_t *r = &rows[a];
-            if (g.fns[f].nc == 0)
+            if (by_samples ? v <= 0 : g.fns[f].nc == 0)
                 continue;
             r->idle[ri / 8] |= (uint8_t)(1u << (ri % 8));
             any[ri / 8] |= (uint8_t)(1u << (ri % 8));
@@ -150,8 +157,10 @@ int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
             const char *file = st_loctab_str(m->locs, l->file);
             const char *base = strrchr(file, '/');
             st_strbuf_puts(&b, st_loctab_str(m->locs, l->name));
-            if (strcmp(file, "~") != 0)
+            if (strcmp(file, "~") != 0 && l->line > 0)
                 st_strbuf_printf(&b, " [%s:%d]", base ? base + 1 : file, (int)l->line);
+            else if (strcmp(file, "~") != 0) /* a native function: its file alone */
+                st_strbuf_printf(&b, " [%s]", base ? base + 1 : file);
         } else {
             st_strbuf_puts(&b, st_intern_str(m->labels, r->label));
         }
@@ -160,7 +169,7 @@ int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
         st_grid_cell(&grid, 1, &b);
         double vals[4] = {min, r->max, mean, sqrt(var > 0 ? var : 0)};
         for (int i = 0; i < 4; i++) {
-            if (by_calls)
+            if (by_calls || by_samples)
                 st_strbuf_printf(&b, "%.0f", vals[i]);
             else
                 st_strbuf_printf(&b, "%.*f", precision, vals[i]);
@@ -174,8 +183,9 @@ int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
     if (b.failed)
         grid.failed = 1;
     st_strbuf_free(&b);
-    st_grid_render(out, &grid, by_calls ? "LOAD BALANCE ACROSS MPI RANKS (CALLS)"
-                                        : "LOAD BALANCE ACROSS MPI RANKS (SECONDS)");
+    st_grid_render(out, &grid, by_calls     ? "LOAD BALANCE ACROSS MPI RANKS (CALLS)"
+                               : by_samples ? "LOAD BALANCE ACROSS MPI RANKS (SAMPLES)"
+                                            : "LOAD BALANCE ACROSS MPI RANKS (SECONDS)");
     st_grid_free(&grid);
 done:
     free(rows);
