@@ -1,5 +1,7 @@
 /* `strata sample [options] [--] program [args]`: call-stack sampling of any
- * program (issue 11).
+ * program (issue 11); `strata run [options] [--] program [args]`: the profile of
+ * a native program, its functions built with -finstrument-functions and its
+ * <strata.h> regions (issue 13). One launcher for both.
  *
  * It checks the command line and the program, makes the results folder (so that
  * a mistake is reported before anything runs), then replaces itself with the
@@ -176,11 +178,13 @@ static int sample_python(int argc, char **argv, int target_at)
     return rc;
 }
 
-int st_sample_main(int argc, char **argv)
+/* Both verbs: run is 0 (sample) or 1 (run). */
+static int launch(int run, int argc, char **argv)
 {
     st_args_t args;
     st_msg_t msg;
-    int rc = st_args_parse_python(&args, argc, argv, environ, ST_ARGS_EXE, NULL, stdout, &msg);
+    int rc = st_args_parse_python(&args, argc, argv, environ, run ? ST_ARGS_RUN : ST_ARGS_EXE, NULL,
+                                  stdout, &msg);
     if (rc == ST_EHELP)
         return 0;
     if (rc < 0)
@@ -190,7 +194,7 @@ int st_sample_main(int argc, char **argv)
         st_args_free(&args);
         return die(why);
     }
-    if (is_strata_python(path, args.target_args, args.ntarget_args)) {
+    if (!run && is_strata_python(path, args.target_args, args.ntarget_args)) {
         int at = (int)(args.target_args - 1 - argv);
         st_args_free(&args);
         return sample_python(argc, argv, at);
@@ -220,7 +224,9 @@ int st_sample_main(int argc, char **argv)
     char pid[32];
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     if (pre.failed || export_flags(&args.settings) < 0 || setenv("LD_PRELOAD", st_strbuf_cstr(&pre), 1) < 0 ||
-        setenv("STRATA_OUTPUT_PATH", abs, 1) < 0 || setenv("STRATA_USE_SAMPLING", "ON", 1) < 0 ||
+        setenv("STRATA_OUTPUT_PATH", abs, 1) < 0 ||
+        (!run && setenv("STRATA_USE_SAMPLING", "ON", 1) < 0) ||
+        setenv("_STRATA_MODE", run ? "run" : "sample", 1) < 0 ||
         setenv("_STRATA_SAMPLE", pid, 1) < 0 || setenv("_STRATA_SAMPLE_TARGET", target, 1) < 0 ||
         setenv("_STRATA_SAMPLE_SHOWN", shown, 1) < 0) {
         st_strbuf_free(&pre);
@@ -235,4 +241,14 @@ int st_sample_main(int argc, char **argv)
     snprintf(why, sizeof why, "cannot run '%s': %s", prog, strerror(errno));
     rmdir(abs);
     return die(why);
+}
+
+int st_sample_main(int argc, char **argv)
+{
+    return launch(0, argc, argv);
+}
+
+int st_run_main(int argc, char **argv)
+{
+    return launch(1, argc, argv);
 }

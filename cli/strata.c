@@ -17,6 +17,8 @@ static int usage(FILE *out)
           "  python [options] [--] script.py [args]   profile a Python script\n"
           "  python [options] [--] -m module [args]   profile a Python module\n"
           "  sample [options] [--] program [args]     sample the call stacks of any program\n"
+          "  run [options] [--] program [args]        profile a native program (its\n"
+          "                                           -finstrument-functions, <strata.h>)\n"
           "  avail [--all] [-c CATEGORY] [--json]     list settings and their values\n"
           "  avail --components                       list the profile components\n"
           "  avail -G FILE [--all]                    write a configuration file\n"
@@ -25,6 +27,7 @@ static int usage(FILE *out)
           "\n"
           "  strata python --help    options of the python command\n"
           "  strata sample --help    options of the sample command\n"
+          "  strata run --help       options of the run command\n"
           "  strata --version        print the version\n",
           out);
     return out == stdout ? 0 : 2;
@@ -45,6 +48,8 @@ int main(int argc, char **argv)
         return st_python_main(argc - 2, argv + 2);
     if (strcmp(verb, "sample") == 0)
         return st_sample_main(argc - 2, argv + 2);
+    if (strcmp(verb, "run") == 0)
+        return st_run_main(argc - 2, argv + 2);
     if (strcmp(verb, "avail") == 0)
         return st_avail_main(argc - 2, argv + 2, environ, stdout);
     if (strcmp(verb, "report") == 0)

@@ -2,6 +2,7 @@
  *
  *     strata python [options] [--] script.py [args]      python.c
  *     strata sample [options] [--] program [args]        sample.c
+ *     strata run    [options] [--] program [args]        sample.c
  *     strata avail  [options]                             avail.c (avail.h)
  *     strata report [options] RESULT                      report.c
  *     strata merge  [options] -o OUT RESULT...            merge.c
@@ -25,6 +26,11 @@ int st_python_main(int argc, char **argv);
  * `strata python --sample --native` would (Python frames in place of the
  * interpreter's). */
 int st_sample_main(int argc, char **argv);
+
+/* The same for `strata run [options] [--] program [args]`: the program's
+ * functions built with -finstrument-functions and its <strata.h> regions, timed
+ * as strata python times Python calls. */
+int st_run_main(int argc, char **argv);
 
 /* The Python interpreter `strata python` runs, written into buf when found there:
  * PYTHON_EXECUTABLE, else the python3 beside this executable (a virtual

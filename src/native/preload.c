@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "core/settings.h"
+#include "native/instrument.h"
 #include "native/sampler.h"
 #include "session/session.h"
 
@@ -210,9 +211,15 @@ __attribute__((constructor)) static void preload_start(void)
         fail("out of memory");
     if (st_settings_load_sources(&set, NULL, environ, NULL, &msg) < 0)
         fail(msg.text);
-    /* sampling alone: no call is timed (no deterministic profile here) */
-    st_settings_set(&set, ST_S_USE_SAMPLING, "ON", ST_SRC_FLAG, &msg);
-    st_settings_set(&set, ST_S_PROFILE, "OFF", ST_SRC_FLAG, &msg);
+    /* strata sample: sampling alone, no call timed; strata run: the calls of
+     * -finstrument-functions and the API's regions, timed (and stacks sampled
+     * with --sample) */
+    const char *mode = getenv("_STRATA_MODE");
+    int run = mode && strcmp(mode, "run") == 0;
+    if (!run) {
+        st_settings_set(&set, ST_S_USE_SAMPLING, "ON", ST_SRC_FLAG, &msg);
+        st_settings_set(&set, ST_S_PROFILE, "OFF", ST_SRC_FLAG, &msg);
+    }
     /* the program's name, and its command line as the kernel has it */
     char exe[4096] = "", cmdline[8192];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -239,8 +246,10 @@ __attribute__((constructor)) static void preload_start(void)
     pl.terminal = fcntl(2, F_DUPFD_CLOEXEC, 10);
     pl.pid = getpid();
     /* strata's threads, left out of the program's: the sampler's and the watcher */
-    pl.session.helper_threads = 1 + catch_stop_signals();
-    if (st_session_add_collector(&pl.session, &st_nsampler_collector) < 0 ||
+    int sampling = st_settings_bool(&pl.session.settings, ST_S_USE_SAMPLING);
+    pl.session.helper_threads = sampling + catch_stop_signals();
+    if ((sampling && st_session_add_collector(&pl.session, &st_nsampler_collector) < 0) ||
+        (run && st_session_add_collector(&pl.session, &st_ninstr_collector) < 0) ||
         st_session_start(&pl.session, &msg) < 0)
         fail(msg.text);
     pl.live = 1;
@@ -260,6 +269,7 @@ static void *trampoline(void *p)
     start_t s = *(start_t *)p;
     free(p);
     st_nsampler_thread_start();
+    st_ninstr_thread_start();
     return s.fn(s.arg);
 }
 

@@ -57,13 +57,26 @@ static const st_setting_id_t exe_flags[] = {
     ST_S_SAMPLING_CLOCK,
 };
 
+/* The flags `strata run` takes: the profile's, the filters, the timeline and
+ * stack sampling (not the Python interpreter's own: -b, -s, -F, --label,
+ * --trace-c). */
+static const st_setting_id_t run_flags[] = {
+    ST_S_VERBOSE, ST_S_CONFIG_FILE, ST_S_OUTPUT_PATH, ST_S_COMPONENTS,
+    ST_S_FUNCTION_INCLUDE, ST_S_FUNCTION_EXCLUDE, ST_S_FUNCTION_RESTRICT,
+    ST_S_MODULE_INCLUDE, ST_S_MODULE_EXCLUDE, ST_S_MODULE_RESTRICT, ST_S_TRACE,
+    ST_S_TRACE_FORMAT, ST_S_USE_SAMPLING, ST_S_SAMPLING_FREQ, ST_S_SAMPLING_CLOCK,
+};
+
 /* 1 when the command line of `opts` takes setting id's flag. */
 static int takes_flag(unsigned opts, int id)
 {
-    if (!(opts & ST_ARGS_EXE))
+    if (!(opts & (ST_ARGS_EXE | ST_ARGS_RUN)))
         return 1;
-    for (size_t i = 0; i < sizeof exe_flags / sizeof exe_flags[0]; i++)
-        if ((int)exe_flags[i] == id)
+    const st_setting_id_t *list = opts & ST_ARGS_RUN ? run_flags : exe_flags;
+    size_t n = opts & ST_ARGS_RUN ? sizeof run_flags / sizeof run_flags[0]
+                                  : sizeof exe_flags / sizeof exe_flags[0];
+    for (size_t i = 0; i < n; i++)
+        if ((int)list[i] == id)
             return 1;
     return 0;
 }
@@ -119,8 +132,10 @@ static void wrap_words(st_strbuf_t *b, const char *text, size_t *col, size_t ind
 /* The help of `strata python` (opts 0) or `strata sample` (ST_ARGS_EXE). */
 static void print_help(FILE *out, unsigned opts)
 {
-    const int exe = (opts & ST_ARGS_EXE) != 0;
-    const char *prefix = exe ? "usage: strata sample " : USAGE_PREFIX;
+    const int exe = (opts & (ST_ARGS_EXE | ST_ARGS_RUN)) != 0;
+    const char *prefix = opts & ST_ARGS_RUN ? "usage: strata run "
+                         : exe              ? "usage: strata sample "
+                                            : USAGE_PREFIX;
     const st_setting_def_t *defs[ST_NSETTINGS];
     size_t n = flags_in_help_order(defs, opts);
     st_strbuf_t b, item;
@@ -165,7 +180,13 @@ static void print_help(FILE *out, unsigned opts)
         wrap_words(&b, f->help, &col, HELP_COLUMN);
         st_strbuf_putc(&b, '\n');
     }
-    if (exe)
+    if (opts & ST_ARGS_RUN)
+        st_strbuf_puts(&b,
+            "\n"
+            "Profiles a native program through a preloaded library: every function of code\n"
+            "built with -finstrument-functions, and the regions of <strata.h>\n"
+            "(strata_push/strata_pop); other settings through their STRATA_* variables.\n");
+    else if (exe)
         st_strbuf_puts(&b,
             "\n"
             "Samples the call stacks of every thread of any program (C, C++, Fortran, an\n"
@@ -255,7 +276,7 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
     int i = 0;
     while (i < argc) {
         const char *w = argv[i];
-        int io = opts & ST_ARGS_EXE ? 0 : interp_option(w);
+        int io = opts & (ST_ARGS_EXE | ST_ARGS_RUN) ? 0 : interp_option(w);
         if (io) {
             if (!(opts & ST_ARGS_INTERPRETER))
                 return st_msg_set(msg, ST_EUSAGE,
@@ -274,7 +295,7 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
             i++;
             break;
         }
-        if (strcmp(w, "-m") == 0 && !(opts & ST_ARGS_EXE))
+        if (strcmp(w, "-m") == 0 && !(opts & (ST_ARGS_EXE | ST_ARGS_RUN)))
             break;
         if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0) {
             print_help(out, opts);
@@ -284,11 +305,11 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
             break;
         const char *inl;
         int id = find_flag(w, &inl, opts);
-        if (id < 0 && (opts & ST_ARGS_EXE))
+        if (id < 0 && (opts & (ST_ARGS_EXE | ST_ARGS_RUN)))
             return st_msg_set(msg, ST_EUSAGE,
-                              "unknown option '%s' (see 'strata sample --help'; other settings "
+                              "unknown option '%s' (see 'strata %s --help'; other settings "
                               "through their STRATA_* variables)",
-                              w);
+                              w, opts & ST_ARGS_RUN ? "run" : "sample");
         if (id < 0)
             return st_msg_set(msg, ST_EUSAGE,
                               "unknown option '%s' (see 'strata python --help'; of python's own "
@@ -340,7 +361,7 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
         if (rc < 0)
             return st_msg_set(msg, ST_ENOMEM, "out of memory");
     }
-    if (i < argc && strcmp(argv[i], "-m") == 0 && !(opts & ST_ARGS_EXE)) {
+    if (i < argc && strcmp(argv[i], "-m") == 0 && !(opts & (ST_ARGS_EXE | ST_ARGS_RUN))) {
         if (i + 1 >= argc)
             return st_msg_set(msg, ST_EUSAGE, "option '-m' needs a module name");
         args->is_module = 1;
@@ -477,9 +498,11 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
     if (rc < 0)
         goto fail;
 
-    if (!args->target && (opts & ST_ARGS_EXE)) {
-        rc = st_msg_set(msg, ST_EUSAGE, "no program to sample (usage: strata sample [options] "
-                                        "-- program [args])");
+    if (!args->target && (opts & (ST_ARGS_EXE | ST_ARGS_RUN))) {
+        rc = st_msg_set(msg, ST_EUSAGE, "no program to %s (usage: strata %s [options] -- "
+                                        "program [args])",
+                        opts & ST_ARGS_RUN ? "profile" : "sample",
+                        opts & ST_ARGS_RUN ? "run" : "sample");
         goto fail;
     }
     if (!args->target) {
@@ -489,7 +512,7 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
                         "before the script)");
         goto fail;
     }
-    if (!args->is_module && !(opts & ST_ARGS_EXE)) {
+    if (!args->is_module && !(opts & (ST_ARGS_EXE | ST_ARGS_RUN))) {
         struct stat st;
         if (stat(args->target, &st) != 0) {
             rc = st_msg_set(msg, ST_EINVAL, "cannot open script '%s': %s", args->target,

@@ -50,6 +50,11 @@ typedef struct {
  * to use their variables); the program is not looked for here (PATH). */
 #define ST_ARGS_EXE 2u
 
+/* The command line of `strata run`: [options] [--] program [args], with the
+ * flags of a native profile (the profile's, the filters, the timeline, stack
+ * sampling). */
+#define ST_ARGS_RUN 4u
+
 /* Parses argv[0..argc) (the words after `strata python`, or `strata sample` with
  * ST_ARGS_EXE). envp gives the environment; opts is 0, ST_ARGS_INTERPRETER or
  * ST_ARGS_EXE. Returns 0; ST_EHELP after

@@ -1,0 +1,214 @@
+/* Instrumented calls and API regions (see instrument.h). */
+#define _GNU_SOURCE
+#include "native/instrument.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/filter.h"
+#include "sampling/addrtab.h"
+#include "sampling/modules.h"
+#include "sampling/symbols.h"
+#include "session/session.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define NOTRACE __attribute__((no_instrument_function))
+
+#define FN_BITS 18            /* 256 Ki functions and region names */
+/* labels[id]: 0 not named yet, SKIP left out by the filters, else label + 1 */
+#define SKIP UINT32_MAX
+
+static struct {
+    st_session_t *s;
+    st_recorder_t *rec;
+    st_addrtab_t fns;          /* function addresses and region names -> ids */
+    _Atomic uint32_t *labels;
+    st_filter_t filter;
+    st_modules_t mods;         /* under lock */
+    st_symbols_t *sym;
+    pthread_mutex_t lock;      /* naming */
+    pthread_key_t key;         /* thread end: its name */
+    int key_made;
+    _Atomic int on;
+} ni = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The label of a function's address: its outermost frame there (the function
+ * itself, not one inlined into it), tagged with (file, 0, name); SKIP
+ * when the filters leave it out. Under the lock. */
+NOTRACE static uint32_t name_function(uintptr_t fn)
+{
+    if (st_modules_find(&ni.mods, fn, 0) < 0)
+        st_modules_refresh(&ni.mods); /* a library loaded since */
+    const st_symframe_t *fr;
+    int n = ni.sym ? st_symbols_resolve(ni.sym, fn, 0, &fr) : -1;
+    if (n < 1)
+        return SKIP;
+    const st_symframe_t *f = &fr[n - 1];
+    const char *file = f->file ? f->file : f->module ? f->module : "~";
+    if (!st_filter_keeps(&ni.filter, f->function, file))
+        return SKIP;
+    uint32_t loc, label;
+    /* line 0, as the stack sampler names functions: one label for both */
+    if (st_loctab_add(&ni.s->locs, file, 0, f->function, &loc) < 0 ||
+        st_intern_tagged(&ni.s->labels, f->function, strlen(f->function), loc, &label) < 0 ||
+        st_loctab_set_id(&ni.s->locs, label, loc) < 0)
+        return SKIP;
+    return label;
+}
+
+/* The label of id `id` (key `key`), made on first use. */
+NOTRACE static uint32_t label_of(uint32_t id, uintptr_t key, int region)
+{
+    uint32_t v = atomic_load_explicit(&ni.labels[id], memory_order_acquire);
+    if (v)
+        return v == SKIP ? SKIP : v - 1;
+    pthread_mutex_lock(&ni.lock);
+    v = atomic_load_explicit(&ni.labels[id], memory_order_acquire);
+    if (!v) {
+        uint32_t label = SKIP;
+        if (region) {
+            const char *name = (const char *)key;
+            if (st_intern_id(&ni.s->labels, name, strlen(name), &label) < 0)
+                label = SKIP;
+        } else {
+            label = name_function(key);
+        }
+        v = label == SKIP ? SKIP : label + 1;
+        atomic_store_explicit(&ni.labels[id], v, memory_order_release);
+    }
+    pthread_mutex_unlock(&ni.lock);
+    return v == SKIP ? SKIP : v - 1;
+}
+
+/* The label of function `fn`, or SKIP. */
+NOTRACE static inline uint32_t fn_label(void *fn)
+{
+    uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)fn, NULL);
+    return id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)fn, 0);
+}
+
+EXPORT NOTRACE void __cyg_profile_func_enter(void *fn, void *site)
+{
+    (void)site;
+    if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
+        return;
+    uint32_t label = fn_label(fn);
+    if (label != SKIP)
+        st_rec_enter(st_rec_self(ni.rec), label, fn);
+}
+
+EXPORT NOTRACE void __cyg_profile_func_exit(void *fn, void *site)
+{
+    (void)site;
+    if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
+        return;
+    if (fn_label(fn) != SKIP)
+        st_rec_exit(st_rec_self(ni.rec));
+}
+
+EXPORT NOTRACE void strata__push(const char *name)
+{
+    if (!atomic_load_explicit(&ni.on, memory_order_relaxed) || !name)
+        return;
+    /* cached by the name's address, checked against its text: a buffer whose
+     * text changed names another region (not cached) */
+    uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)name, NULL);
+    uint32_t label = id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)name, 1);
+    if (label == SKIP || strcmp(st_intern_str(&ni.s->labels, label), name) != 0) {
+        pthread_mutex_lock(&ni.lock);
+        if (st_intern_id(&ni.s->labels, name, strlen(name), &label) < 0)
+            label = ST_PATH_NONE;
+        pthread_mutex_unlock(&ni.lock);
+    }
+    st_rec_enter(st_rec_self(ni.rec), label, name);
+}
+
+EXPORT NOTRACE void strata__pop(void)
+{
+    if (atomic_load_explicit(&ni.on, memory_order_relaxed))
+        st_rec_exit(st_rec_self(ni.rec));
+}
+
+/* A thread ends: named as the kernel knows it (pthread_setname_np). */
+NOTRACE static void name_thread(st_rec_thread_t *th)
+{
+    char path[64], name[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)th->tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (fgets(name, sizeof name, f)) {
+        name[strcspn(name, "\n")] = '\0';
+        if (*name)
+            st_rec_thread_name(th, name);
+    }
+    fclose(f);
+}
+
+NOTRACE static void thread_end(void *arg)
+{
+    if (atomic_load(&ni.on))
+        name_thread(arg);
+}
+
+/* Registers the calling thread and names it at its end. */
+NOTRACE static void watch_thread(void)
+{
+    st_rec_thread_t *th = st_rec_self(ni.rec);
+    if (th && ni.key_made)
+        pthread_setspecific(ni.key, th);
+}
+
+static int instr_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
+{
+    (void)c;
+    int rc = st_filter_init(&ni.filter, &s->settings, msg);
+    if (rc < 0)
+        return rc;
+    if (st_addrtab_new(&ni.fns, FN_BITS) < 0 ||
+        !(ni.labels = calloc((size_t)1 << FN_BITS, sizeof *ni.labels))) {
+        st_addrtab_free(&ni.fns);
+        st_filter_free(&ni.filter);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
+    st_modules_refresh(&ni.mods);
+    ni.sym = st_symbols_new(&ni.mods, 0);
+    ni.s = s;
+    ni.rec = &s->rec;
+    if (!ni.key_made)
+        ni.key_made = pthread_key_create(&ni.key, thread_end) == 0;
+    s->timed = 1;
+    atomic_store(&ni.on, 1);
+    watch_thread();
+    return 0;
+}
+
+static void instr_stop(st_collector_t *c, st_session_t *s)
+{
+    (void)c;
+    if (!atomic_load(&ni.on))
+        return;
+    atomic_store(&ni.on, 0);
+    for (uint32_t i = 0; i < s->rec.nthreads; i++)
+        name_thread(s->rec.threads[i]);
+    /* the labels stay (the session's); the tables go */
+    if (ni.sym)
+        st_symbols_free(ni.sym);
+    ni.sym = NULL;
+    st_modules_free(&ni.mods);
+    st_filter_free(&ni.filter);
+}
+
+const st_collector_t st_ninstr_collector = {
+    .name = "instrumented calls",
+    .start = instr_start,
+    .stop = instr_stop,
+};
+
+NOTRACE void st_ninstr_thread_start(void)
+{
+    if (atomic_load(&ni.on))
+        watch_thread();
+}

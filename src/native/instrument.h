@@ -1,0 +1,31 @@
+/* `strata run -- program`: the call tree of a program built with
+ * -finstrument-functions, and the regions of the public API (include/strata.h)
+ * (issue 13).
+ *
+ * Design note. The compiler calls __cyg_profile_func_enter(fn, site) and
+ * __cyg_profile_func_exit(fn, site) around every function of the instrumented
+ * code; the preload library defines both. Each function address gets an id from
+ * a lock-free address table (sampling/addrtab.h) and, the first time it is
+ * seen, a label: its name and source file from libdw (or the ELF symbol table
+ * and the library; sampling/symbols.h), tagged with that location as the stack
+ * sampler tags the functions it names (one label for both), and the filters' verdict (-I/-E/-R on the name, -MI/-ME/-MR on
+ * the file or, without one, the library), decided once per address under a
+ * lock. From then on an enter is a table lookup and the recorder's enter
+ * (st_rec_enter), an exit its exit; a function the filters leave out is not
+ * entered, and its exit is skipped the same way, so the tree stays balanced.
+ * Regions (strata_push/strata_pop) are entered the same way with a text label,
+ * cached by the name's address and checked against its text. The tables stay
+ * until the process ends: a hook may still run on another thread after stop. */
+#ifndef STRATA_NATIVE_INSTRUMENT_H
+#define STRATA_NATIVE_INSTRUMENT_H
+
+#include "session/collector.h"
+
+/* The collector of instrumented calls and API regions: it times calls (its
+ * session's deterministic profile), names threads at their end. */
+extern const st_collector_t st_ninstr_collector;
+
+/* On a thread the program just started (the preload library's trampoline). */
+void st_ninstr_thread_start(void);
+
+#endif

@@ -1,0 +1,129 @@
+"""`strata run -- program`: the call tree of a program built with
+-finstrument-functions and its <strata.h> regions (issue 13).
+
+Known call counts on two threads, the regions in the tree, the worker's own name,
+the filters, C++'s scoped region, the same program run without strata, and
+mistakes as one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO, STRATA, TESTS, load_profile
+
+SRC = TESTS / "data" / "native"
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (Debian build-essential) to build the test programs")
+    out = tmp_path_factory.mktemp("run")
+    exe = out / "calls"
+    subprocess.run([cc, "-O1", "-g", "-finstrument-functions", f"-I{REPO / 'include'}",
+                    str(SRC / "calls.c"), "-o", str(exe), "-lpthread"], check=True)
+    progs = {"calls": exe}
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx:
+        progs["region"] = out / "region"
+        subprocess.run([cxx, "-O1", "-g", f"-I{REPO / 'include'}", str(SRC / "region.cc"), "-o",
+                        str(progs["region"])], check=True)
+    return progs
+
+
+def run(runner, *args, env=None):
+    return runner.run([STRATA, "run", *args], env=env)
+
+
+def counts(prof: dict, thread: int) -> dict:
+    """{label: calls} over a thread's nodes."""
+    out = {}
+    for th in prof["threads"]:
+        if th["index"] == thread:
+            for n in th["nodes"]:
+                out[n["label"]] = out.get(n["label"], 0) + n["count"]
+    return out
+
+
+def paths(prof: dict, thread: int) -> set:
+    out, by_id = set(), {}
+    for th in prof["threads"]:
+        if th["index"] == thread:
+            for n in th["nodes"]:
+                by_id[n["id"]] = (by_id[n["parent"]] if n["parent"] >= 0 else ()) + (n["label"],)
+                out.add(by_id[n["id"]])
+    return out
+
+
+def test_calls_and_regions(runner, built):
+    res = run(runner, "--", built["calls"])
+    assert res.returncode == 0 and res.stdout == "6765 610\n", res.describe()
+    prof = load_profile(runner.results())
+    names = {th["name"]: th["index"] for th in prof["threads"]}
+    assert "worker" in names, names
+    main = next(i for n, i in names.items() if n != "worker")
+    assert counts(prof, main)["fib"] == 21891 and counts(prof, main)["compute"] == 1
+    assert counts(prof, names["worker"])["fib"] == 1973
+    assert ("main", "compute", "fib", "fib") in paths(prof, main)
+    assert ("worker", "worker-region", "fib") in paths(prof, names["worker"])
+    assert "wall_clock" in prof["threads"][0]["nodes"][0]["metrics"]
+    assert "REAL-CLOCK TIMER" in res.stderr and "[strata] results in" in res.stderr
+
+
+def test_exit_status_and_filters(runner, built):
+    """-E leaves fib out (decided once per function): its callers' time holds it."""
+    res = run(runner, "-E", "^fib$", "--", built["calls"], "fail")
+    assert res.returncode == 7 and res.stdout == "6765 610\n", res.describe()
+    prof = load_profile(runner.results())
+    labels = {n["label"] for th in prof["threads"] for n in th["nodes"]}
+    assert "fib" not in labels and {"main", "compute", "worker-region"} <= labels, labels
+
+
+def test_without_strata(runner, built):
+    """A program built with <strata.h> and -finstrument-functions runs as before
+    without strata (no library to link, no symbol missing)."""
+    res = runner.run([built["calls"]])
+    assert res.returncode == 0 and res.stdout == "6765 610\n", res.describe()
+
+
+def test_cxx_scoped_region(runner, built):
+    if "region" not in built:
+        pytest.skip("no C++ compiler")
+    res = run(runner, built["region"])
+    assert res.returncode == 0, res.describe()
+    prof = load_profile(runner.results())
+    assert counts(prof, 0).get("scoped") == 1, counts(prof, 0)
+
+
+def test_with_stack_samples(runner, built):
+    """--sample too: the calls timed and the stacks sampled in one profile."""
+    res = run(runner, "--sample", "-f", "1000", "--", built["calls"])
+    assert res.returncode == 0, res.describe()
+    prof = load_profile(runner.results())
+    assert prof["stack_sampling"]["threads"] >= 1
+    assert "STACK SAMPLES TAKEN" in res.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "no program to profile"),
+    (["--builtin", "true"], "unknown option '--builtin' (see 'strata run --help'"),
+    (["--", "no-such-program-xyz"], "program 'no-such-program-xyz' not found in PATH"),
+])
+def test_mistakes(runner, args, message):
+    res = run(runner, *args)
+    assert res.returncode == 2 and res.stdout == "", res.describe()
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and message in lines[0], res.stderr
+    assert not list(runner.dir.glob("strata-*-output"))
+
+
+def test_help(runner):
+    res = run(runner, "--help")
+    assert res.returncode == 0 and res.stdout.startswith("usage: strata run "), res.describe()
+    for flag in ("-E FUNC", "--trace", "--sample", "--components"):
+        assert flag in res.stdout
