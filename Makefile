@@ -15,8 +15,9 @@ LEG_DEBS := debootstrap
 # libdw: native stacks, as on the host).
 PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs,
-# Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt).
-TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev
+# Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt),
+# gfortran builds the Fortran API's test program.
+TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev gfortran
 
 .PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 bench bench-recorder clean fuzz
 

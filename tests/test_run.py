@@ -127,3 +127,32 @@ def test_help(runner):
     assert res.returncode == 0 and res.stdout.startswith("usage: strata run "), res.describe()
     for flag in ("-E FUNC", "--trace", "--sample", "--components"):
         assert flag in res.stdout
+
+
+def test_fortran_module(runner, built, venv_python, tmp_path):
+    """`use strata` in Fortran, linked with -lstrata (the stubs): the program runs
+    as before without strata, and under strata run its region holds the kernel."""
+    fc = shutil.which("gfortran")
+    if not fc:
+        pytest.skip("gfortran is not installed (Debian's gfortran)")
+    pkg = subprocess.run([venv_python, "-c", "import os, strata; print(os.path.dirname("
+                          "strata.__file__))"], capture_output=True, text=True).stdout.strip()
+    lib = pkg and __import__("pathlib").Path(pkg)
+    if not lib or not (lib / "libstrata.so").exists():
+        pytest.skip(f"libstrata.so is not installed in {pkg!r}")
+    exe = tmp_path / "regions"
+    subprocess.run([fc, "-O1", "-g", "-finstrument-functions", f"-J{tmp_path}",
+                    str(lib / "include" / "strata.f90"), str(SRC / "regions.f90"), "-o", str(exe),
+                    f"-L{lib}", "-lstrata", f"-Wl,-rpath,{lib}"], check=True)
+    plain = runner.run([exe])
+    assert plain.returncode == 0 and plain.stdout == "fortran ok\n", plain.describe()
+    res = run(runner, exe)
+    assert res.returncode == 0 and res.stdout == "fortran ok\n", res.describe()
+    prof = load_profile(runner.results())
+    c = counts(prof, 0)
+    # gfortran's module procedure: its own name, or its linkage name where libdw
+    # does not give one
+    heavy = "heavy" if "heavy" in c else "__kern_MOD_heavy"
+    assert c.get("fortran-region") == 1 and c.get(heavy) == 3, c
+    assert not [k for k in c if "strata_push" in k or "strata_pop" in k], c
+    assert any(p[-2:] == ("fortran-region", heavy) for p in paths(prof, 0)), paths(prof, 0)

@@ -34,6 +34,19 @@ static struct {
     _Atomic int on;
 } ni = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* 1 for the API's own wrappers (the Fortran module's, or the C header's when a
+ * compiler kept them out of line): a region opens in its caller, not inside a
+ * call that ends before it. */
+NOTRACE static int is_api(const char *name)
+{
+    static const char *const api[] = {"strata_push", "strata_pop", "__strata_MOD_strata_push",
+                                      "__strata_MOD_strata_pop"};
+    for (size_t i = 0; i < sizeof api / sizeof api[0]; i++)
+        if (strcmp(name, api[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* The label of a function's address: its outermost frame there (the function
  * itself, not one inlined into it), tagged with (file, 0, name); SKIP
  * when the filters leave it out. Under the lock. */
@@ -47,7 +60,7 @@ NOTRACE static uint32_t name_function(uintptr_t fn)
         return SKIP;
     const st_symframe_t *f = &fr[n - 1];
     const char *file = f->file ? f->file : f->module ? f->module : "~";
-    if (!st_filter_keeps(&ni.filter, f->function, file))
+    if (!st_filter_keeps(&ni.filter, f->function, file) || is_api(f->function))
         return SKIP;
     uint32_t loc, label;
     /* line 0, as the stack sampler names functions: one label for both */
