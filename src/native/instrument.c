@@ -95,11 +95,25 @@ NOTRACE static uint32_t label_of(uint32_t id, uintptr_t key, int region)
     return v == SKIP ? SKIP : v - 1;
 }
 
+/* Each thread's last labels, by function address (direct-mapped): the common
+ * enter is one compare, not a table probe. */
+#define CACHE 256
+static __thread struct {
+    const void *fn;
+    uint32_t label;
+} cache[CACHE] __attribute__((tls_model("initial-exec")));
+
 /* The label of function `fn`, or SKIP. */
 NOTRACE static inline uint32_t fn_label(void *fn)
 {
+    uintptr_t h = ((uintptr_t)fn >> 4) & (CACHE - 1);
+    if (__builtin_expect(cache[h].fn == fn, 1))
+        return cache[h].label;
     uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)fn, NULL);
-    return id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)fn, 0);
+    uint32_t label = id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)fn, 0);
+    cache[h].fn = fn;
+    cache[h].label = label;
+    return label;
 }
 
 EXPORT NOTRACE void __cyg_profile_func_enter(void *fn, void *site)
@@ -112,13 +126,15 @@ EXPORT NOTRACE void __cyg_profile_func_enter(void *fn, void *site)
         st_rec_enter(st_rec_self(ni.rec), label, fn);
 }
 
+/* The exit of a function entered (its frame's key is fn); a function the filters
+ * left out was not entered, and the top frame is another's. */
 EXPORT NOTRACE void __cyg_profile_func_exit(void *fn, void *site)
 {
     (void)site;
     if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
         return;
-    if (fn_label(fn) != SKIP)
-        st_rec_exit(st_rec_self(ni.rec));
+    st_rec_thread_t *th = st_rec_self(ni.rec);
+    st_rec_exit_key_t(th, fn, th->tracing);
 }
 
 EXPORT NOTRACE void strata__push(const char *name)
