@@ -24,10 +24,11 @@ def built(tmp_path_factory):
     if not cc:
         pytest.skip("no C compiler (Debian build-essential) to build the test programs")
     out = tmp_path_factory.mktemp("run")
-    exe = out / "calls"
-    subprocess.run([cc, "-O1", "-g", "-finstrument-functions", f"-I{REPO / 'include'}",
-                    str(SRC / "calls.c"), "-o", str(exe), "-lpthread"], check=True)
-    progs = {"calls": exe}
+    progs = {}
+    for name in ("calls", "locks"):
+        progs[name] = out / name
+        subprocess.run([cc, "-O1", "-g", "-finstrument-functions", f"-I{REPO / 'include'}",
+                        str(SRC / f"{name}.c"), "-o", str(progs[name]), "-lpthread"], check=True)
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx:
         progs["region"] = out / "region"
@@ -73,6 +74,34 @@ def test_calls_and_regions(runner, built):
     assert ("worker", "worker-region", "fib") in paths(prof, names["worker"])
     assert "wall_clock" in prof["threads"][0]["nodes"][0]["metrics"]
     assert "REAL-CLOCK TIMER" in res.stderr and "[strata] results in" in res.stderr
+
+
+def wall(prof: dict, thread: int, path: tuple) -> float:
+    """Seconds of wall clock of the node at `path` (labels from the root)."""
+    for th in prof["threads"]:
+        if th["index"] != thread:
+            continue
+        by_id = {}
+        for n in th["nodes"]:
+            by_id[n["id"]] = (by_id[n["parent"]] if n["parent"] >= 0 else ()) + (n["label"],)
+            if by_id[n["id"]] == path:
+                return n["metrics"]["wall_clock"]["sum"] * 1e-9
+    return -1.0
+
+
+def test_lock_waits(runner, built):
+    """A mutex another thread holds: the wait is a call of its own under the
+    function that waited, about 180 ms; 100000 uncontended locks add no node; a
+    condition variable's wait is measured too."""
+    res = run(runner, built["locks"])
+    assert res.returncode == 0 and res.stdout == "locks\n", res.describe()
+    prof = load_profile(runner.results())
+    main = next(th["index"] for th in prof["threads"] if th["nodes"] and
+                th["nodes"][0]["label"] == "main")
+    waited = wall(prof, main, ("main", "waiter_work", "pthread_mutex_lock (contended)"))
+    assert 0.12 <= waited <= 0.5, (waited, paths(prof, main))
+    assert not [p for p in paths(prof, main) if "quiet_locks" in p and len(p) > 2], paths(prof, main)
+    assert wall(prof, main, ("main", "wait_ready", "pthread_cond_wait")) >= 0.05
 
 
 def test_exit_status_and_filters(runner, built):

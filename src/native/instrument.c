@@ -34,6 +34,11 @@ static struct {
     _Atomic int on;
 } ni = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Waits on locks: see instrument.h. A thread inside one of strata's own waits
+ * (the recorder registering it takes a lock) is not measured again. */
+static __thread int in_wait __attribute__((tls_model("initial-exec")));
+static uint32_t wait_labels[2]; /* contended mutex, condition variable */
+
 /* 1 for the API's own wrappers (the Fortran module's, or the C header's when a
  * compiler kept them out of line): a region opens in its caller, not inside a
  * call that ends before it. */
@@ -77,6 +82,8 @@ NOTRACE static uint32_t label_of(uint32_t id, uintptr_t key, int region)
     uint32_t v = atomic_load_explicit(&ni.labels[id], memory_order_acquire);
     if (v)
         return v == SKIP ? SKIP : v - 1;
+    int outer = in_wait;
+    in_wait = 1; /* strata's own lock: not the program's wait */
     pthread_mutex_lock(&ni.lock);
     v = atomic_load_explicit(&ni.labels[id], memory_order_acquire);
     if (!v) {
@@ -92,6 +99,7 @@ NOTRACE static uint32_t label_of(uint32_t id, uintptr_t key, int region)
         atomic_store_explicit(&ni.labels[id], v, memory_order_release);
     }
     pthread_mutex_unlock(&ni.lock);
+    in_wait = outer;
     return v == SKIP ? SKIP : v - 1;
 }
 
@@ -146,10 +154,13 @@ EXPORT NOTRACE void strata__push(const char *name)
     uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)name, NULL);
     uint32_t label = id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)name, 1);
     if (label == SKIP || strcmp(st_intern_str(&ni.s->labels, label), name) != 0) {
+        int outer = in_wait;
+        in_wait = 1;
         pthread_mutex_lock(&ni.lock);
         if (st_intern_id(&ni.s->labels, name, strlen(name), &label) < 0)
             label = ST_PATH_NONE;
         pthread_mutex_unlock(&ni.lock);
+        in_wait = outer;
     }
     st_rec_enter(st_rec_self(ni.rec), label, name);
 }
@@ -208,6 +219,11 @@ static int instr_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     ni.rec = &s->rec;
     if (!ni.key_made)
         ni.key_made = pthread_key_create(&ni.key, thread_end) == 0;
+    static const char *const waits[2] = {"pthread_mutex_lock (contended)",
+                                         "pthread_cond_wait"};
+    for (int i = 0; i < 2; i++)
+        if (st_intern_id(&s->labels, waits[i], strlen(waits[i]), &wait_labels[i]) < 0)
+            wait_labels[i] = ST_PATH_NONE;
     s->timed = 1;
     atomic_store(&ni.on, 1);
     watch_thread();
@@ -235,6 +251,27 @@ const st_collector_t st_ninstr_collector = {
     .start = instr_start,
     .stop = instr_stop,
 };
+
+int st_ninstr_wait_begin(int what)
+{
+    if (!atomic_load_explicit(&ni.on, memory_order_relaxed) || in_wait)
+        return 0;
+    in_wait = 1;
+    st_rec_enter(st_rec_self(ni.rec), wait_labels[what], wait_labels);
+    return 1;
+}
+
+void st_ninstr_wait_end(void)
+{
+    st_rec_thread_t *th = st_rec_self(ni.rec);
+    st_rec_exit_key_t(th, wait_labels, th->tracing);
+    in_wait = 0;
+}
+
+int st_ninstr_measuring(void)
+{
+    return atomic_load_explicit(&ni.on, memory_order_relaxed) && !in_wait;
+}
 
 NOTRACE void st_ninstr_thread_start(void)
 {

@@ -25,6 +25,18 @@
  * session's deterministic profile), names threads at their end. */
 extern const st_collector_t st_ninstr_collector;
 
+/* Time a thread waits on a lock, as a call of its own under the function that
+ * waits: "pthread_mutex_lock (contended)" (the preload library's wrapper tries
+ * the lock first and measures only when it is held by another thread) or
+ * "pthread_cond_wait" (and its timed form). wait_begin returns 1 when it
+ * entered the call (then call wait_end after the wait), 0 when strata does not
+ * measure now (not running, or inside one of its own waits). measuring says
+ * whether a wait would be measured (a wrapper's fast path). */
+enum { ST_NINSTR_MUTEX, ST_NINSTR_COND };
+int st_ninstr_wait_begin(int what);
+void st_ninstr_wait_end(void);
+int st_ninstr_measuring(void);
+
 /* On a thread the program just started (the preload library's trampoline). */
 void st_ninstr_thread_start(void);
 

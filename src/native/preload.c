@@ -16,6 +16,9 @@
  * What the library interposes, each a thin wrapper around the next definition
  * (dlsym RTLD_NEXT):
  *   pthread_create  the new thread starts sampling itself before its routine;
+ *   pthread_mutex_lock, pthread_cond_wait, pthread_cond_timedwait
+ *                   strata run: time waiting on a lock another thread holds, and
+ *                   on a condition variable, as calls of their own;
  *   dlopen, dlclose the module map is refreshed after (sampled addresses in a
  *                   library unloaded later still resolve), and libunwind is kept
  *                   out of a thread inside the loader;
@@ -287,6 +290,51 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
     int rc = real(thread, attr, trampoline, s);
     if (rc != 0)
         free(s);
+    return rc;
+}
+
+/* Locks (strata run): a mutex tried first, its wait measured only when another
+ * thread holds it; a condition variable's wait always. */
+EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    static int (*real)(pthread_mutex_t *), (*try)(pthread_mutex_t *);
+    if (!real) {
+        try = next("pthread_mutex_trylock");
+        real = next("pthread_mutex_lock");
+    }
+    if (!st_ninstr_measuring())
+        return real(m);
+    int rc = try(m);
+    if (rc != EBUSY)
+        return rc;
+    int measured = st_ninstr_wait_begin(ST_NINSTR_MUTEX);
+    rc = real(m);
+    if (measured)
+        st_ninstr_wait_end();
+    return rc;
+}
+
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    static int (*real)(pthread_cond_t *, pthread_mutex_t *);
+    if (!real)
+        real = next("pthread_cond_wait");
+    int measured = st_ninstr_wait_begin(ST_NINSTR_COND);
+    int rc = real(c, m);
+    if (measured)
+        st_ninstr_wait_end();
+    return rc;
+}
+
+EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t)
+{
+    static int (*real)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    if (!real)
+        real = next("pthread_cond_timedwait");
+    int measured = st_ninstr_wait_begin(ST_NINSTR_COND);
+    int rc = real(c, m, t);
+    if (measured)
+        st_ninstr_wait_end();
     return rc;
 }
 
