@@ -8,6 +8,9 @@
     with strata.profile():     # or record a block
         run(20)
 
+    with strata.region("solve"):   # a region of your own, timed (strata.timing,
+        run(20)                    # strata.summary; a call of its own in the tree)
+
 See docs/usage.md. The work is done in C (the `_strata` extension); this package
 only connects it to Python.
 """
@@ -18,6 +21,8 @@ from . import _strata
 _strata.set_internal_dir(_os.path.dirname(_os.path.abspath(__file__)))
 
 from .profiler import Profile, config, noprofile, profile  # noqa: E402
+from .regions import region, summary, timing  # noqa: E402
 
 __version__ = _strata.__version__
-__all__ = ["Profile", "config", "noprofile", "profile", "__version__"]
+__all__ = ["Profile", "config", "noprofile", "profile", "region", "summary", "timing",
+           "__version__"]

@@ -184,6 +184,10 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                               LFLAG("--native", ST_ARG_OPT_BOOL, "BOOL", 21,
                                     "With --sample: C frames too (extensions, libraries)"),
                               INT_RANGE(0, 1)},
+    [ST_S_PRINT_SUMMARY] = {"print_summary", "STRATA_PRINT_SUMMARY", ST_TYPE_BOOL, "OFF", "output",
+                            "Print the table of strata.region timings (strata.summary()) when "
+                            "the program ends, as PyOP2's PYOP2_PRINT_SUMMARY does", NULL, NOFLAG,
+                            INT_RANGE(0, 1)},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

@@ -55,6 +55,7 @@ typedef enum {
     ST_S_SAMPLING_SIGNAL,
     ST_S_SAMPLING_UNWIND,
     ST_S_SAMPLING_NATIVE,
+    ST_S_PRINT_SUMMARY,
     ST_NSETTINGS
 } st_setting_id_t;
 

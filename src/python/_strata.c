@@ -455,6 +455,40 @@ static PyObject *py_scope_exit(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* region_enter(name, key) -> bool: opens region `name` (a call of its own in the
+ * tree, labelled by the name) on the calling thread, closed by region_exit(key)
+ * with the same key; False when the thread records nothing now. */
+static PyObject *py_region_enter(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *name, *key;
+    if (!PyArg_ParseTuple(args, "UO", &name, &key))
+        return NULL;
+    st_pythread_t *ts = st_py.live ? st_pybackend_current() : NULL;
+    st_rec_thread_t *th = ts && !ts->suppress && !ts->blocked ? thread_rec(ts) : NULL;
+    if (!th)
+        Py_RETURN_FALSE;
+    Py_ssize_t n;
+    const char *text = PyUnicode_AsUTF8AndSize(name, &n);
+    uint32_t label;
+    if (!text || st_intern_id(&st_py.session.labels, text, (size_t)n, &label) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    st_rec_enter_t(th, label, key, st_py.tracing);
+    Py_RETURN_TRUE;
+}
+
+/* region_exit(key): closes the region region_enter opened with key. */
+static PyObject *py_region_exit(PyObject *self, PyObject *key)
+{
+    (void)self;
+    st_pythread_t *ts = st_py.live ? st_pybackend_current() : NULL;
+    if (ts && ts->th)
+        st_rec_exit_key_t(ts->th, key, st_py.tracing);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_internal_dir(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -695,6 +729,9 @@ static PyMethodDef methods[] = {
      "mark_noprofile(fn): calls of fn and what they call are not recorded."},
     {"scope_enter", py_scope_enter, METH_NOARGS, "scope_enter(): open a `with profile:` block."},
     {"scope_exit", py_scope_exit, METH_NOARGS, "scope_exit(): close a `with profile:` block."},
+    {"region_enter", py_region_enter, METH_VARARGS,
+     "region_enter(name, key) -> bool: open a region on this thread."},
+    {"region_exit", py_region_exit, METH_O, "region_exit(key): close the region of key."},
     {"set_internal_dir", py_set_internal_dir, METH_O,
      "set_internal_dir(path): code under path is strata's own."},
     {"get", py_get, METH_O, "get(name): a setting's value."},
