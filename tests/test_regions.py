@@ -88,3 +88,17 @@ def test_regions_in_the_profile(runner):
     # strata's own code (the region class, the wrapper) is not in the tree
     labels = {l for p in main for l in p}
     assert not labels & {"__enter__", "__exit__", "timed", "wraps"}, labels
+
+
+def test_regions_under_strata_run(runner, venv_python):
+    """strata run -- python: the interpreter's regions land in the native profile."""
+    from conftest import STRATA
+    runner.write("p.py", PROG)
+    res = runner.run([STRATA, "run", "--", venv_python, "p.py"])
+    assert res.returncode == 0 and res.stdout == "True True 0.0 work\n", res.describe()
+    prof = load_profile(runner.results())
+    labels = {}
+    for th in prof["threads"]:
+        for n in th["nodes"]:
+            labels[n["label"]] = labels.get(n["label"], 0) + n["count"]
+    assert labels.get("block") == 1 and labels.get("decorated") == 3, labels

@@ -14,7 +14,8 @@ PyOP2's timed_region, timed_function, timing and summary in strata's names (and
 STRATA_PRINT_SUMMARY=1 prints the table at exit, as PYOP2_PRINT_SUMMARY does). The
 timings are kept here, with or without strata; under `strata python` each region is
 also a call of its own in the call tree, tables, traces and reports, with the
-functions it calls under it.
+functions it calls under it; under `strata run -- python ...` a region of the
+native profile, beside the C, C++ and Fortran regions.
 """
 import atexit
 import os
@@ -31,6 +32,26 @@ _stats = {}            # name -> [calls, seconds]
 _open = threading.local()
 
 
+def _native_api():
+    """Under `strata run -- python ...`, the preloaded library's region calls (the
+    interpreter's regions then land in the native profile), else None."""
+    if os.environ.get("_STRATA_MODE") != "run":
+        return None, None
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL(None)
+        push, pop = lib.strata__push, lib.strata__pop
+        push.argtypes, push.restype = [ctypes.c_char_p], None
+        pop.argtypes, pop.restype = [], None
+        return push, pop
+    except (OSError, AttributeError):
+        return None, None
+
+
+_native_push, _native_pop = _native_api()
+
+
 class region:
     """A named region: `with region(name):` or `@region(name)`."""
 
@@ -45,12 +66,16 @@ class region:
             stack = _open.stack = []
         token = [self.name]  # identifies this entry (nested and recursive ones apart)
         _strata.region_enter(self.name, token)
+        if _native_push:
+            _native_push(self.name.encode())
         stack.append((token, time.perf_counter()))
         return self
 
     def __exit__(self, *exc):
         token, t0 = _open.stack.pop()
         elapsed = time.perf_counter() - t0
+        if _native_pop:
+            _native_pop()
         _strata.region_exit(token)
         with _lock:
             s = _stats.setdefault(self.name, [0, 0.0])
