@@ -234,6 +234,13 @@ static int launch(int run, int argc, char **argv)
         return die("out of memory");
     }
     st_strbuf_free(&pre);
+    /* strata run: Kokkos loads its tools from KOKKOS_TOOLS_LIBS: strata's library,
+     * already loaded, unless the user names another */
+    const char *kt = getenv("KOKKOS_TOOLS_LIBS");
+    if (run && (!kt || !*kt) && setenv("KOKKOS_TOOLS_LIBS", lib, 1) < 0) {
+        st_args_free(&args);
+        return die("out of memory");
+    }
     char **cmd = args.target_args - 1; /* the program's word, then its arguments */
     const char *prog = args.target;
     st_args_free(&args);

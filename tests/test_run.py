@@ -29,6 +29,9 @@ def built(tmp_path_factory):
         progs[name] = out / name
         subprocess.run([cc, "-O1", "-g", "-finstrument-functions", f"-I{REPO / 'include'}",
                         str(SRC / f"{name}.c"), "-o", str(progs[name]), "-lpthread"], check=True)
+    progs["kokkos"] = out / "kokkos_harness"
+    subprocess.run([cc, "-O1", "-g", str(SRC / "kokkos_harness.c"), "-o", str(progs["kokkos"]),
+                    "-ldl"], check=True)
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx:
         progs["region"] = out / "region"
@@ -102,6 +105,26 @@ def test_lock_waits(runner, built):
     assert 0.12 <= waited <= 0.5, (waited, paths(prof, main))
     assert not [p for p in paths(prof, main) if "quiet_locks" in p and len(p) > 2], paths(prof, main)
     assert wall(prof, main, ("main", "wait_ready", "pthread_cond_wait")) >= 0.05
+
+
+def test_kokkos_tools(runner, built):
+    """Kokkos finds its tools through KOKKOS_TOOLS_LIBS, which strata run points at
+    its library: kernels, fences, deep copies and regions are calls of their own,
+    allocations are charged to the call that made them (a harness calls the ABI as
+    Kokkos does)."""
+    res = run(runner, built["kokkos"])
+    assert res.returncode == 0 and res.stdout == "kokkos\n", res.describe()
+    prof = load_profile(runner.results())
+    nodes = {n["label"]: n for n in prof["threads"][0]["nodes"]}
+    assert nodes["parallel_for axpy"]["count"] == 10 and nodes["parallel_reduce dot"]["count"] == 1
+    assert {"fence sync", "deep_copy x -> y", "setup"} <= set(nodes), set(nodes)
+    assert ("setup", "parallel_for axpy") in paths(prof, 0)
+    assert nodes["setup"]["metrics"]["alloc_bytes"] == 8000000
+    assert 0.04 <= wall(prof, 0, ("setup", "parallel_for axpy")) <= 0.5
+    # a tools library the user names is left alone (here one that does not exist)
+    mine = runner.run([STRATA, "run", built["kokkos"]],
+                      env={"KOKKOS_TOOLS_LIBS": "/nonexistent/libtool.so"})
+    assert mine.returncode == 1 and "/nonexistent/libtool.so" in mine.stderr, mine.describe()
 
 
 def test_exit_status_and_filters(runner, built):

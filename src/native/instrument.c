@@ -145,6 +145,46 @@ EXPORT NOTRACE void __cyg_profile_func_exit(void *fn, void *site)
     st_rec_exit_key_t(th, fn, th->tracing);
 }
 
+/* The label of a text (interned; ST_PATH_NONE when out of memory). */
+NOTRACE static uint32_t text_label(const char *text)
+{
+    uint32_t label;
+    int outer = in_wait;
+    in_wait = 1; /* strata's own lock: not the program's wait */
+    if (st_intern_id(&ni.s->labels, text, strlen(text), &label) < 0)
+        label = ST_PATH_NONE;
+    in_wait = outer;
+    return label;
+}
+
+int st_ninstr_enter_text(const char *text, const void *key)
+{
+    if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
+        return 0;
+    st_rec_enter(st_rec_self(ni.rec), text_label(text), key);
+    return 1;
+}
+
+void st_ninstr_exit_key(const void *key)
+{
+    if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
+        return;
+    st_rec_thread_t *th = st_rec_self(ni.rec);
+    st_rec_exit_key_t(th, key, th->tracing);
+}
+
+void st_ninstr_alloc(const char *site, const void *addr, uint64_t bytes)
+{
+    if (atomic_load_explicit(&ni.on, memory_order_relaxed))
+        st_rec_alloc(st_rec_self(ni.rec), text_label(site), (uint64_t)(uintptr_t)addr, bytes);
+}
+
+void st_ninstr_free(const void *addr)
+{
+    if (atomic_load_explicit(&ni.on, memory_order_relaxed))
+        st_rec_free_addr(st_rec_self(ni.rec), (uint64_t)(uintptr_t)addr);
+}
+
 EXPORT NOTRACE void strata__push(const char *name)
 {
     if (!atomic_load_explicit(&ni.on, memory_order_relaxed) || !name)

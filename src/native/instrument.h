@@ -19,6 +19,8 @@
 #ifndef STRATA_NATIVE_INSTRUMENT_H
 #define STRATA_NATIVE_INSTRUMENT_H
 
+#include <stdint.h>
+
 #include "session/collector.h"
 
 /* The collector of instrumented calls and API regions: it times calls (its
@@ -36,6 +38,17 @@ enum { ST_NINSTR_MUTEX, ST_NINSTR_COND };
 int st_ninstr_wait_begin(int what);
 void st_ninstr_wait_end(void);
 int st_ninstr_measuring(void);
+
+/* A call of its own named by `text` on the calling thread, closed by
+ * st_ninstr_exit_key with the same key (a runtime's kernels and regions:
+ * kokkos.c); returns 0 when strata records nothing now. */
+int st_ninstr_enter_text(const char *text, const void *key);
+void st_ninstr_exit_key(const void *key);
+
+/* `bytes` allocated at `addr` from the site named `site`, charged to the calling
+ * thread's innermost call (alloc_bytes, allocs); and its free. */
+void st_ninstr_alloc(const char *site, const void *addr, uint64_t bytes);
+void st_ninstr_free(const void *addr);
 
 /* On a thread the program just started (the preload library's trampoline). */
 void st_ninstr_thread_start(void);
