@@ -16,8 +16,10 @@ LEG_DEBS := debootstrap
 PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs,
 # Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt),
-# gfortran builds the Fortran API's test program.
-TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev gfortran
+# gfortran builds the Fortran API's test program, libomp-dev (LLVM's OpenMP, with OMPT)
+# the OpenMP one.
+TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev gfortran \
+             libomp-dev
 
 .PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 bench bench-recorder clean fuzz
 

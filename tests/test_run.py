@@ -127,6 +127,38 @@ def test_kokkos_tools(runner, built):
     assert mine.returncode == 1 and "/nonexistent/libtool.so" in mine.stderr, mine.describe()
 
 
+def test_openmp_with_ompt(runner, tmp_path):
+    """LLVM's libomp finds strata as its OMPT tool: every thread of the team has its
+    share of the parallel region, its loop and its barrier waits."""
+    clang = shutil.which("clang")
+    if not clang:
+        pytest.skip("clang is not installed (Debian's clang, libomp-dev)")
+    exe = tmp_path / "omp"
+    built = subprocess.run([clang, "-O1", "-g", "-fopenmp", str(SRC / "omp.c"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"clang -fopenmp does not build here (Debian's libomp-dev): {built.stderr[-200:]}")
+    res = run(runner, exe)
+    assert res.returncode == 0 and res.stdout == "omp\n", res.describe()
+    prof = load_profile(runner.results())
+    teams = [th for th in prof["threads"] if any(n["label"] == "omp parallel" for n in th["nodes"])]
+    assert len(teams) == 4, [[n["label"] for n in th["nodes"]] for th in prof["threads"]]
+    for th in teams:
+        assert ("omp parallel", "omp loop") in paths(prof, th["index"]), paths(prof, th["index"])
+    assert "libgomp" not in res.stderr
+
+
+def test_openmp_libgomp_says_why(runner, tmp_path):
+    gcc = shutil.which("gcc")
+    if not gcc:
+        pytest.skip("no gcc")
+    exe = tmp_path / "omp_gomp"
+    subprocess.run([gcc, "-O1", "-g", "-fopenmp", str(SRC / "omp.c"), "-o", str(exe)], check=True)
+    res = run(runner, exe)
+    assert res.returncode == 0 and res.stdout == "omp\n", res.describe()
+    assert "GCC's libgomp, which has no tools interface (OMPT)" in res.stderr, res.stderr
+
+
 def test_exit_status_and_filters(runner, built):
     """-E leaves fib out (decided once per function): its callers' time holds it."""
     res = run(runner, "-E", "^fib$", "--", built["calls"], "fail")

@@ -63,6 +63,7 @@
 
 #include "core/settings.h"
 #include "native/instrument.h"
+#include "native/ompt.h"
 #include "native/sampler.h"
 #include "session/session.h"
 
@@ -118,6 +119,8 @@ static void finish(void)
     st_msg_t msg;
     if (st_session_finish(&pl.session, NULL, tables, notes, &msg) < 0 && !notes)
         fprintf(stderr, "strata: error: %s\n", msg.text);
+    if (pl.session.timed)
+        st_nompt_note(notes);
     if (notes)
         fclose(notes);
     pl.terminal = -1;
