@@ -103,6 +103,15 @@ def venv_python(strata_bin) -> Path:
     return PYTHON
 
 
+def c_compiler() -> str:
+    """The C compiler that builds the native test programs, or a skip saying why."""
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (Debian build-essential) to build the test programs")
+    return cc
+
+
 # --------------------------------------------------------------------------- running
 
 

@@ -13,16 +13,14 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, STRATA, TESTS, load_profile
+from conftest import REPO, STRATA, TESTS, c_compiler, load_profile
 
 SRC = TESTS / "data" / "native"
 
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler (Debian build-essential) to build the test programs")
+    cc = c_compiler()
     out = tmp_path_factory.mktemp("run")
     progs = {}
     for name in ("calls", "locks"):

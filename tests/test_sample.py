@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, STRATA, TESTS, load_profile
+from conftest import PYTHON, STRATA, TESTS, c_compiler, load_profile
 from test_sampling import samples_by_path as tree
 
 SRC = TESTS / "data" / "native"
@@ -25,9 +25,7 @@ SRC = TESTS / "data" / "native"
 @pytest.fixture(scope="session")
 def programs(tmp_path_factory):
     """The test program built three ways, and its library."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler (Debian build-essential) to build the test programs")
+    cc = c_compiler()
     out = tmp_path_factory.mktemp("native")
     builds = {
         "fp_o0": ["-O0", "-fno-omit-frame-pointer"],

@@ -403,33 +403,42 @@ static void sink_chunk(void *arg, const st_ev_t *w, uint32_t n)
             c->r->sink(c->r->sink_arg, c->th, &w[i]);
 }
 
-void st_rec_maintain(st_recorder_t *r)
+/* Calls fn on every thread state: looked up under the lock (a registration may
+ * move the array; the states themselves live until st_rec_free), fn outside it. */
+static void each_thread(st_recorder_t *r, void (*fn)(st_recorder_t *r, st_rec_thread_t *th))
 {
-    st_ev_refill(&r->ev);
-    if (r->sink) {
-        for (uint32_t i = 0;; i++) {
-            pthread_mutex_lock(&r->lock);
-            st_rec_thread_t *th = i < r->nthreads ? r->threads[i] : NULL;
-            pthread_mutex_unlock(&r->lock);
-            if (!th)
-                break;
-            sink_ctx_t c = {r, th};
-            st_ev_consume(&th->ev, sink_chunk, &c);
-        }
-        st_ev_refill(&r->ev);
-    }
-    if (r->ev.policy != ST_EV_FLUSH)
-        return;
-    /* thread states live until st_rec_free, but a registration may move the array:
-     * each one is looked up under the lock, and drained outside it */
     for (uint32_t i = 0;; i++) {
         pthread_mutex_lock(&r->lock);
         st_rec_thread_t *th = i < r->nthreads ? r->threads[i] : NULL;
         pthread_mutex_unlock(&r->lock);
         if (!th)
             break;
-        st_ev_drain(&th->ev);
+        fn(r, th);
     }
+}
+
+static void consume(st_recorder_t *r, st_rec_thread_t *th)
+{
+    sink_ctx_t c = {r, th};
+    st_ev_consume(&th->ev, sink_chunk, &c);
+}
+
+static void drain(st_recorder_t *r, st_rec_thread_t *th)
+{
+    (void)r;
+    st_ev_drain(&th->ev);
+}
+
+void st_rec_maintain(st_recorder_t *r)
+{
+    st_ev_refill(&r->ev);
+    if (r->sink) {
+        each_thread(r, consume);
+        st_ev_refill(&r->ev);
+    }
+    if (r->ev.policy != ST_EV_FLUSH)
+        return;
+    each_thread(r, drain);
     st_ev_refill(&r->ev);
 }
 
