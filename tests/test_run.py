@@ -204,6 +204,13 @@ def test_mistakes(runner, args, message):
     assert not list(runner.dir.glob("strata-*-output"))
 
 
+def test_nothing_to_time_says_so(runner):
+    res = run(runner, "--", "true")
+    assert res.returncode == 0, res.describe()
+    assert "[strata] nothing was timed: true has no function built with -finstrument-functions" \
+        in res.stderr, res.stderr
+
+
 def test_help(runner):
     res = run(runner, "--help")
     assert res.returncode == 0 and res.stdout.startswith("usage: strata run "), res.describe()

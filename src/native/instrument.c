@@ -32,7 +32,13 @@ static struct {
     pthread_key_t key;         /* thread end: its name */
     int key_made;
     _Atomic int on;
+    _Atomic int entered;       /* something was entered (a function, a region) */
 } ni = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+int st_ninstr_entered(void)
+{
+    return atomic_load(&ni.entered);
+}
 
 /* Waits on locks: see instrument.h. A thread inside one of strata's own waits
  * (the recorder registering it takes a lock) is not measured again. */
@@ -97,6 +103,7 @@ NOTRACE static uint32_t label_of(uint32_t id, uintptr_t key, int region)
         }
         v = label == SKIP ? SKIP : label + 1;
         atomic_store_explicit(&ni.labels[id], v, memory_order_release);
+        atomic_store(&ni.entered, 1);
     }
     pthread_mutex_unlock(&ni.lock);
     in_wait = outer;
@@ -161,6 +168,7 @@ int st_ninstr_enter_text(const char *text, const void *key)
 {
     if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
         return 0;
+    atomic_store_explicit(&ni.entered, 1, memory_order_relaxed);
     st_rec_enter(st_rec_self(ni.rec), text_label(text), key);
     return 1;
 }

@@ -50,6 +50,9 @@ void st_ninstr_exit_key(const void *key);
 void st_ninstr_alloc(const char *site, const void *addr, uint64_t bytes);
 void st_ninstr_free(const void *addr);
 
+/* 1 once anything was entered (a function, a region, a runtime's kernel). */
+int st_ninstr_entered(void);
+
 /* On a thread the program just started (the preload library's trampoline). */
 void st_ninstr_thread_start(void);
 

@@ -119,8 +119,14 @@ static void finish(void)
     st_msg_t msg;
     if (st_session_finish(&pl.session, NULL, tables, notes, &msg) < 0 && !notes)
         fprintf(stderr, "strata: error: %s\n", msg.text);
-    if (pl.session.timed)
+    if (pl.session.timed) {
         st_nompt_note(notes);
+        if (notes && !st_ninstr_entered())
+            fprintf(notes, "[strata] nothing was timed: %s has no function built with "
+                           "-finstrument-functions and opened no region (strata.h, OpenMP, "
+                           "Kokkos); strata sample -- %s samples any program\n",
+                    pl.session.target, pl.session.target);
+    }
     if (notes)
         fclose(notes);
     pl.terminal = -1;
