@@ -27,6 +27,12 @@ def built(tmp_path_factory):
         progs[name] = out / name
         subprocess.run([cc, "-O1", "-g", "-finstrument-functions", f"-I{REPO / 'include'}",
                         str(SRC / f"{name}.c"), "-o", str(progs[name]), "-lpthread"], check=True)
+    progs["split"] = out / "split"
+    subprocess.run([cc, "-O1", "-g", "-finstrument-functions", str(SRC / "split.c"), "-o",
+                    str(progs["split"]), "-ldl", "-lpthread"], check=True)
+    progs["dso"] = out / "libdso.so"
+    subprocess.run([cc, "-O1", "-g", "-fPIC", "-shared", "-finstrument-functions",
+                    str(SRC / "dso.c"), "-o", str(progs["dso"])], check=True)
     progs["kokkos"] = out / "kokkos_harness"
     subprocess.run([cc, "-O1", "-g", str(SRC / "kokkos_harness.c"), "-o", str(progs["kokkos"]),
                     "-ldl"], check=True)
@@ -202,6 +208,22 @@ def test_mistakes(runner, args, message):
     lines = res.stderr.splitlines()
     assert len(lines) == 1 and message in lines[0], res.stderr
     assert not list(runner.dir.glob("strata-*-output"))
+
+
+def test_fork_exec_dlopen(runner, built):
+    """fork: the child runs untimed and writes nothing; exec: the new image is timed
+    into the same folder; a library's functions keep their names after dlclose."""
+    res = run(runner, built["split"], "fork")
+    assert res.returncode == 0 and res.stdout == "child 7\n", res.describe()
+    assert res.stderr.count("[strata] results in") == 1
+    res = run(runner, "-o", "exec", built["split"], "exec")
+    assert res.returncode == 5 and res.stdout == "after exec\n", res.describe()
+    c = counts(load_profile(runner.dir / "exec"), 0)
+    assert c.get("split", 0) == 1 and c.get("f", 0) > 5, c
+    res = run(runner, "-o", "dl", built["split"], "dlopen", built["dso"])
+    assert res.returncode == 0 and res.stdout == "dlopen\n", res.describe()
+    c = counts(load_profile(runner.dir / "dl"), 0)
+    assert c.get("dso_work") == 1 and c.get("dso_inner") == 1, c
 
 
 def test_nothing_to_time_says_so(runner):
