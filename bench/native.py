@@ -56,9 +56,9 @@ import shutil
 import tempfile
 import time
 
-from run import (BENCH, BUILD_DIR, Tool, clean_env, fmt_s, last_line, log, machine_info,
-                 median, resolve_tools, resolve_workloads, run_capture, run_extras,
-                 run_workload, sample_header, sample_summary, sample_table,
+from run import (BENCH, BUILD_DIR, Tool, clean_env, fmt_pct, fmt_s, last_line, log,
+                 machine_info, paired_median, resolve_tools, resolve_workloads, run_capture,
+                 run_extras, run_workload, sample_header, sample_summary, sample_table,
                  sample_targets_text, sample_trailer, setup_strata, split_list, timed_run,
                  update_doc, write_sampling_results)
 
@@ -188,23 +188,38 @@ def native_extras(tool, r, outdir, strata_out):
     return extra
 
 
+def until_main(runs):
+    """Per round, the CPU time until main returned (the run's minus its 'exit')."""
+    return [c - x if x is not None else None for c, x in zip(runs["cpu"], runs["exit"])]
+
+
 def exit_table(results, tools, rates, groups, labels):
-    """Per workload and rate: each configuration's median CPU after main returned and,
-    for strata, the median of its mean frames a sampled stack."""
+    """Per workload and rate: plain's and each strata configuration's median CPU
+    after main returned; strata's slowdown until then (paired by round as the
+    slowdowns are) and the median of its mean frames a sampled stack."""
+    strata = [g for g in groups if g != "floor"]
     head = ["workload", "Hz", "plain after main"]
-    for g in groups:
-        head += [f"{g} after main"] + ([] if g == "floor" else [f"{g} frames a stack"])
+    for g in strata:
+        head += [f"{g} after main", f"{g} slowdown until main returned",
+                 f"{g} frames a stack"]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     available = {t.name for t in tools if t.available}
     for name, res in results.items():
+        plain = res["samples"]["plain"]
         for hz in rates:
-            cells = [labels[name], str(hz)]
-            for cfg in ["plain"] + [f"{g}@{hz}" for g in groups]:
-                runs = res["samples"].get(cfg, {}) if cfg == "plain" or cfg in available else {}
-                for key in ("exit",) if cfg.startswith(("plain", "floor")) else ("exit", "frames"):
-                    m = median([x for x in runs.get(key, []) if x is not None])
-                    cells.append("n/a" if m is None else fmt_s(m) if key == "exit" else f"{m:.1f}")
+            cells = [labels[name], str(hz), fmt_s(paired_median(plain["exit"], plain["exit"],
+                                                                False))]
+            for cfg in [f"{g}@{hz}" for g in strata]:
+                runs = res["samples"].get(cfg, {})
+                if cfg not in available or not runs.get("exit"):
+                    cells += ["n/a"] * 3
+                    continue
+                slow = paired_median(until_main(runs), until_main(plain))
+                frames = paired_median(runs.get("frames", []), runs.get("frames", []), False)
+                cells += [fmt_s(paired_median(runs["exit"], runs["exit"], False)),
+                          "n/a" if slow is None else fmt_pct(slow),
+                          "n/a" if frames is None else f"{frames:.1f}"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -238,9 +253,10 @@ def native_report(results, tools, machine, repeats, when, rates, reproductions, 
         "After main: the CPU time the process spent after main returned (its CPU time minus "
         "its CPU at the end of main, which the workload prints; median): strata sample's "
         "naming of the sampled addresses and writing of the profile, not in its own CPU "
-        "above but in the slowdown. Frames a stack: the mean length of the stacks strata "
-        "recorded (median over the rounds; the workload's are 22 frames deep, 20 in its "
-        "threads).",
+        "above but in the slowdown. Slowdown until main returned: the slowdown without "
+        "that (the CPU until main returned over plain's, minus 1; strata's start-up is "
+        "in it). Frames a stack: the mean length of the stacks strata recorded (median "
+        "over the rounds; the workload's are 22 frames deep, 20 in its threads).",
         "",
         exit_table(results, tools, rates, groups, labels),
     ]
