@@ -66,6 +66,16 @@ second of the program's CPU (strata: stack_sampling.samples, and the timer
 periods they stand for; py-spy: the counts on its raw lines; austin: its
 sample lines).  Output: bench/results/sample-latest.{md,json}; --update-docs
 rewrites the "Stack sampling" results section of docs/performance.md.
+
+Native mode (issue 11):
+
+    python bench/run.py --mode native [--rates HZ[,HZ]] [--tools T[,T]] [-n N] ...
+
+measures `strata sample -- program` on C programs built here (frame pointers or
+not, one thread or many) beside plain runs and a preloaded timer-signal floor, in
+the same rounds, with the same medians and sampling measures; its own module,
+bench/native.py, says how.  Output: bench/results/native-latest.{md,json};
+--update-docs rewrites the "Native stack sampling (strata sample)" results section.
 """
 
 import argparse
@@ -377,9 +387,19 @@ def timed_run(cmd, env, cwd, timeout, own_cpu=False):
     return r
 
 
-def run_workload(name, tools, python, repeats, timeout, tmp_root, results, reproductions):
-    script = os.path.join(WORKLOAD_DIR, WORKLOADS[name][0])
-    check_stdout = WORKLOADS[name][3]
+def run_extras(tool, r, outdir, strata_out):
+    """What run_workload keeps of a run besides its times, by default: a sampling
+    configuration's measures (sample_extras), nothing for the others."""
+    return sample_extras(tool, r, outdir, strata_out) if getattr(tool, "hz", None) else {}
+
+
+def run_workload(name, tools, make_cmd, check_stdout, repeats, timeout, tmp_root, results,
+                 reproductions, extras=run_extras):
+    """Runs one workload under plain and every available tool, round-robin, into
+    results[name]; make_cmd(tool, outdir) gives a configuration's command line (tool: a
+    Tool or 'plain'), check_stdout whether each must print what plain prints, and
+    extras(tool, run, outdir, strata_out) what else each run measured (a dict of
+    values, kept per round, and an optional 'note')."""
     configs = ["plain"] + [t.name for t in tools if t.available]
     by_name = {t.name: t for t in tools}
     samples = {c: {"cpu": [], "wall": []} for c in configs}
@@ -401,7 +421,7 @@ def run_workload(name, tools, python, repeats, timeout, tmp_root, results, repro
             tool = by_name.get(cfg, cfg)
             outdir = tempfile.mkdtemp(prefix=f"{cfg}-", dir=tmp_root)
             strata_out = os.path.join(outdir, "profile")
-            cmd = command(tool, python, script, strata_out)
+            cmd = make_cmd(tool, strata_out)
             env = dict(base_env)
             if not isinstance(tool, str):
                 env.update(tool.env)
@@ -416,8 +436,10 @@ def run_workload(name, tools, python, repeats, timeout, tmp_root, results, repro
             label = "warm-up" if rnd == 0 else f"round {rnd}/{repeats}"
             log(f"  {name:13s} {label:12s} {cfg:9s} cpu {r.cpu:7.3f}s  wall {r.wall:7.3f}s"
                 + ("" if r.rc == 0 else f"  rc={r.rc}"))
+            shown_env = () if isinstance(tool, str) else tool.env
             repro = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(
-                (k, v) for k, v in env.items() if k.startswith(("STRATA_", "PYTHON"))))
+                (k, v) for k, v in env.items()
+                if k.startswith(("STRATA_", "PYTHON")) or k in shown_env))
             shown = [os.path.join(tempfile.gettempdir(), "strata-bench-repro") if c == strata_out
                      else c for c in cmd]
             repro = (repro + " " if repro else "") + " ".join(shlex.quote(c) for c in shown)
@@ -440,7 +462,7 @@ def run_workload(name, tools, python, repeats, timeout, tmp_root, results, repro
                 notes[cfg] = "it wrote no output folder"
                 reproductions.append({"workload": name, "tool": cfg, "why": notes[cfg],
                                       "command": repro})
-            extra = sample_extras(tool, r, outdir, strata_out) if getattr(tool, "hz", None) else {}
+            extra = extras(tool, r, outdir, strata_out)
             if extra.get("note") and cfg not in notes:
                 notes[cfg] = extra["note"]
             shutil.rmtree(outdir, ignore_errors=True)
@@ -676,7 +698,7 @@ def update_doc(section, version, markers=None):
     _, tail = rest.split(end, 1)
     with open(DOC, "w") as f:
         f.write(head + begin + "\n" + section.strip("\n") + "\n" + end + tail)
-    log(f"bench: updated {os.path.relpath(DOC, ROOT)} (CPython {version})")
+    log(f"bench: updated {os.path.relpath(DOC, ROOT)} ({begin})")
 
 
 # --------------------------------------------------------------------------- sampling mode
@@ -783,7 +805,8 @@ def program_stdout(tool, stdout):
 def sample_extras(tool, r, outdir, strata_out):
     """What a sampling run measured besides its CPU time: the program's own CPU
     ('prog'), the sampler's own CPU ('own'), and the samples it took ('taken'; strata:
-    also 'periods', the timer periods they stand for)."""
+    also 'periods', the timer periods they stand for, and 'lost', samples its buffers
+    had no room for)."""
     if r.rc != 0 or r.timed_out:
         return {}
     if tool.base == "floor":
@@ -796,7 +819,7 @@ def sample_extras(tool, r, outdir, strata_out):
         except (OSError, ValueError, KeyError) as exc:
             return {"prog": r.cpu, "note": f"no stack_sampling in its profile.json ({exc})"}
         return {"prog": r.cpu, "own": st["sampler_cpu_s"], "taken": st["samples"],
-                "periods": st["periods"]}
+                "periods": st["periods"], "lost": st.get("lost")}
     extra = {"own": r.own, "prog": None if r.own is None else r.cpu - r.own}
     try:
         extra["taken"] = count_samples(tool, os.path.join(outdir, "samples.txt"))
@@ -820,7 +843,8 @@ def sample_summary(results, tools):
     """Per workload: plain's median CPU; per configuration the medians of the program's
     CPU, its slowdown (the median over rounds of program CPU / plain's CPU in the same
     round: a round's configurations run back to back, so a slower machine in one round
-    slows them all), the sampler's own CPU, samples per second of the program's CPU."""
+    slows them all), the sampler's own CPU (also as a share of the program's CPU),
+    samples per second of the program's CPU, and the samples lost over all rounds."""
     summary = {}
     for name, res in results.items():
         plain = median(res["samples"]["plain"]["cpu"])
@@ -844,6 +868,10 @@ def sample_summary(results, tools):
                         continue
                     c[out] = (paired_median(s[key], prog, False) if key == "own"
                               else paired_median(s[key], prog))
+                if s.get("own"):
+                    c["own_share"] = paired_median(s["own"], prog)
+                if s.get("lost"):
+                    c["lost"] = sum(x for x in s["lost"] if x)
                 if t.name in res["notes"]:
                     c["note"] = res["notes"][t.name]
                 row["tools"][t.name] = c
@@ -851,10 +879,14 @@ def sample_summary(results, tools):
     return summary
 
 
-def sample_table(summary, tools, rates):
+def sample_table(summary, tools, rates, bases=None, labels=None, share=False):
     """One row per workload and rate; per tool its slowdown, its own CPU, its samples
-    per second of the program's CPU."""
-    bases = [b for b in SAMPLE_TOOLS if any(t.base == b for t in tools)]
+    per second of the program's CPU.  bases: the column groups, each the tools named
+    BASE@HZ (default: those of SAMPLE_TOOLS run); labels: each workload's row label
+    (default WORKLOADS'); share: the own CPU also as a share of the program's."""
+    if bases is None:
+        bases = [b for b in SAMPLE_TOOLS if any(t.base == b for t in tools)]
+    labels = labels or {w: spec[1] for w, spec in WORKLOADS.items()}
     head = ["workload", "Hz", "plain CPU"]
     for b in bases:
         head.append(f"{b} slowdown")
@@ -869,7 +901,7 @@ def sample_table(summary, tools, rates):
 
     for name, row in summary.items():
         for hz in rates:
-            cells = [WORKLOADS[name][1], str(hz), fmt_s(row["plain"])]
+            cells = [labels[name], str(hz), fmt_s(row["plain"])]
             for b in bases:
                 c = row["tools"].get(f"{b}@{hz}")
                 width = 1 if b == "floor" else 3
@@ -885,7 +917,10 @@ def sample_table(summary, tools, rates):
                 cells.append(text)
                 if b == "floor":
                     continue
-                cells.append(fmt_s(c.get("own")) if "own" in c else "n/a")
+                own = fmt_s(c.get("own")) if "own" in c else "n/a"
+                if share and "own_share" in c:
+                    own += f" ({c['own_share'] * 100:.2f} %)"
+                cells.append(own)
                 rate = f"{c['rate']:.0f}" if "rate" in c else "n/a"
                 if "period_rate" in c:
                     rate += f" ({c['period_rate']:.0f})"
@@ -897,22 +932,23 @@ def sample_table(summary, tools, rates):
     return "\n".join(lines)
 
 
-def sample_targets_text(summary, results, rates):
-    out = ["Targets (issue 11): strata --sample's slowdown, CPU time, every workload:", ""]
+def sample_targets_text(summary, results, rates, base="strata", what="strata --sample"):
+    """The targets of issue 11 against the slowdowns of the tools named BASE@HZ."""
+    out = [f"Targets (issue 11): {what}'s slowdown, CPU time, every workload:", ""]
     for hz in rates:
         limit = SAMPLE_TARGETS.get(hz)
         if limit is None:
             continue
         cells = []
         for name, row in summary.items():
-            c = row["tools"].get(f"strata@{hz}", {})
+            c = row["tools"].get(f"{base}@{hz}", {})
             if "slowdown" not in c:
                 cells.append(f"{name} not measured")
                 continue
             ok = "met" if c["slowdown"] <= limit else "NOT met"
             cells.append(f"{name} {fmt_pct(c['slowdown'])} ({ok})")
         out.append(f"- ≤ {(limit - 1) * 100:.0f} % at {hz} Hz: " + "; ".join(cells))
-        cfg = f"strata@{hz}"
+        cfg = f"{base}@{hz}"
         if "prog" not in summary.get("startup", {}).get("tools", {}).get(cfg, {}):
             continue
         # strata's fixed cost (start-up, writing the profile): the start-up row's added
@@ -935,19 +971,41 @@ def sample_targets_text(summary, results, rates):
     return "\n".join(out)
 
 
-def sample_report(results, tools, machine, repeats, when, rates, reproductions, cmdline,
-                  skipped):
-    summary = sample_summary(results, tools)
+def sample_header(tools, machine, repeats, when, cmdline, python=True):
+    """The first lines of a sampling report: date, machine, tools, runs."""
     versions = ", ".join(sorted({f"{t.base} {t.version}" for t in tools if t.version}))
-    parts = [
+    return [
         f"- Date: {when}",
         f"- Machine: {machine['cpu_model']}, {machine['nproc']} CPUs (nproc), "
         f"Linux {machine['kernel']}; 1-minute load average {machine['load_before']:.2f} at "
         f"the start, {machine['load_after']:.2f} at the end",
-        f"- Python: CPython {machine['python_full']}",
+    ] + ([f"- Python: CPython {machine['python_full']}"] if python else []) + [
         f"- Tools: {versions or 'none'}",
         f"- Runs: median of {repeats} timed runs per configuration after one warm-up round, "
         f"round-robin in a shuffled order; command `{cmdline}`",
+    ]
+
+
+def sample_trailer(tools, reproductions, skipped):
+    """The last lines of a sampling report: a rebuild during the run, what was skipped,
+    the failed runs with a command that reproduces each."""
+    parts = []
+    for t in tools:
+        if t.base == "strata" and t.available and strata_fingerprint(t) != t.fingerprint:
+            parts += ["", "**Warning: strata was rebuilt or reinstalled during this run.**"]
+    if skipped:
+        parts += ["", "Skipped: " + "; ".join(skipped) + "."]
+    if reproductions:
+        parts += ["", "Problems seen (reproduce from the repository root):", ""]
+        parts += [f"- {r['workload']} under {r['tool']}: {r['why']}: `{r['command']}`"
+                  for r in reproductions]
+    return parts
+
+
+def sample_report(results, tools, machine, repeats, when, rates, reproductions, cmdline,
+                  skipped):
+    summary = sample_summary(results, tools)
+    parts = sample_header(tools, machine, repeats, when, cmdline) + [
         "",
         "Slowdown: the program's CPU time (user + sys) under the tool over plain python's "
         "in the same round, minus 1 (the median over rounds). Own CPU: the sampler's own "
@@ -960,16 +1018,7 @@ def sample_report(results, tools, machine, repeats, when, rates, reproductions, 
         sample_table(summary, tools, rates),
         "",
         sample_targets_text(summary, results, rates),
-    ]
-    for t in tools:
-        if t.base == "strata" and t.available and strata_fingerprint(t) != t.fingerprint:
-            parts += ["", "**Warning: strata was rebuilt or reinstalled during this run.**"]
-    if skipped:
-        parts += ["", "Skipped: " + "; ".join(skipped) + "."]
-    if reproductions:
-        parts += ["", "Problems seen (reproduce from the repository root):", ""]
-        parts += [f"- {r['workload']} under {r['tool']}: {r['why']}: `{r['command']}`"
-                  for r in reproductions]
+    ] + sample_trailer(tools, reproductions, skipped)
     return "\n".join(parts), summary
 
 
@@ -982,16 +1031,17 @@ def split_list(values):
     return out
 
 
-def resolve_workloads(names):
+def resolve_workloads(names, known=WORKLOADS):
+    """The workloads named (or their aliases: each spec's third item), in order."""
     if not names:
-        return list(WORKLOADS)
+        return list(known)
     chosen = []
     for n in names:
         key = n[:-3] if n.endswith(".py") else n
-        match = [w for w, spec in WORKLOADS.items() if key == w or key in spec[2]]
+        match = [w for w, spec in known.items() if key == w or key in spec[2]]
         if not match:
             raise SystemExit(f"bench: unknown workload {n!r}; choose from "
-                             + ", ".join(WORKLOADS))
+                             + ", ".join(known))
         chosen += [m for m in match if m not in chosen]
     return chosen
 
@@ -1010,6 +1060,14 @@ def resolve_tools(names, known=TOOLS):
     return [t for t in known if t in chosen]
 
 
+def command_line(argv):
+    """How this benchmark was run, for the report (without --update-docs)."""
+    exe = os.path.relpath(sys.executable, ROOT)
+    return ("python" if exe.startswith("..") else exe) + " bench/run.py" + "".join(
+        " " + shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+        if a != "--update-docs")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1018,21 +1076,24 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer repeats (3)")
     ap.add_argument("--only", action="append", metavar="WORKLOAD",
                     help="run only these workloads (repeatable or comma-separated): "
-                         + ", ".join(WORKLOADS))
+                         + ", ".join(WORKLOADS) + " (--mode native: its own, "
+                         "bench/native.py)")
     ap.add_argument("--tools", action="append", metavar="TOOL",
                     help="tools to compare with plain python (comma-separated; default all): "
-                         + ", ".join(TOOLS))
+                         + ", ".join(TOOLS) + "; --mode sample: " + ", ".join(SAMPLE_TOOLS)
+                         + "; --mode native: floor, fp, libunwind")
     ap.add_argument("--python", help="interpreter to measure (default: .venv/bin/python, "
                                      "the one strata was built for)")
     ap.add_argument("--strata", help="strata command (default: .venv/bin/strata)")
     ap.add_argument("--before", metavar="STRATA",
                     help="also run another build's strata command (in its own venv), e.g. "
                          "the previous commit's, and compare strata's added time with it")
-    ap.add_argument("--mode", choices=["overhead", "sample"], default="overhead",
+    ap.add_argument("--mode", choices=["overhead", "sample", "native"], default="overhead",
                     help="overhead (default): the deterministic profilers; sample: stack "
-                         "samplers (floor, strata --sample, py-spy, austin) at --rates")
+                         "samplers (floor, strata --sample, py-spy, austin) at --rates; "
+                         "native: strata sample on C programs (bench/native.py)")
     ap.add_argument("--rates", metavar="HZ[,HZ]",
-                    help="sampling rates for --mode sample (default 100,1000)")
+                    help="sampling rates for --mode sample and native (default 100,1000)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds allowed per run")
     ap.add_argument("--update-docs", action="store_true",
                     help="rewrite the results section of docs/performance.md")
@@ -1054,14 +1115,19 @@ def main(argv=None):
     interp["executable"] = python
     log(f"bench: interpreter {python}: {' '.join(interp['version'].split())}")
 
-    workloads = resolve_workloads(split_list(args.only))
     sampling = args.mode == "sample"
-    if sampling:
+    if args.mode != "overhead":
         if args.before:
             ap.error("--before is for the overhead mode")
         rates = [int(x) for x in split_list([args.rates])] if args.rates else SAMPLE_RATES
         if not rates or min(rates) < 1:
             ap.error("--rates: positive numbers of samples a second")
+    if args.mode == "native":
+        import native  # bench/native.py, which imports this module's helpers
+        return native.main_native(args, repeats, rates, strata, python, interp,
+                                  command_line(argv))
+    workloads = resolve_workloads(split_list(args.only))
+    if sampling:
         tools = sample_tools(resolve_tools(split_list(args.tools), SAMPLE_TOOLS), rates)
     else:
         tools = [Tool(n) for n in resolve_tools(split_list(args.tools))]
@@ -1127,7 +1193,9 @@ def main(argv=None):
         start = time.perf_counter()
         for name in workloads:
             log(f"bench: workload {name} ({WORKLOADS[name][1]})")
-            run_workload(name, tools, python, repeats, args.timeout, tmp_root, results,
+            script = os.path.join(WORKLOAD_DIR, WORKLOADS[name][0])
+            run_workload(name, tools, lambda tool, out: command(tool, python, script, out),
+                         WORKLOADS[name][3], repeats, args.timeout, tmp_root, results,
                          reproductions)
         elapsed = time.perf_counter() - start
     finally:
@@ -1137,9 +1205,7 @@ def main(argv=None):
     machine = machine_info(interp, tools)
     machine.update(load_before=load_before, load_after=os.getloadavg()[0],
                    monitoring=interp["hexversion"] >= 0x030C0000)
-    exe = os.path.relpath(sys.executable, ROOT)
-    cmdline = ("python" if exe.startswith("..") else exe) + " bench/run.py" + "".join(" " + shlex.quote(a) for a in (
-        argv if argv is not None else sys.argv[1:]) if a != "--update-docs")
+    cmdline = command_line(argv)
     version = "%d.%d" % (interp["hexversion"] >> 24, (interp["hexversion"] >> 16) & 0xff)
     if sampling:
         return finish_sampling(results, tools, machine, repeats, when, rates, reproductions,
@@ -1167,25 +1233,34 @@ def main(argv=None):
     return 0
 
 
+def write_sampling_results(stem, title, text, head, tools, results, summary, reproductions,
+                           elapsed):
+    """Prints a sampling report and writes it to bench/results/STEM.md, with every
+    sample in STEM.json (head's keys first)."""
+    print(text)
+    log(f"bench: measured in {elapsed:.0f} s")
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    with open(os.path.join(RESULTS_DIR, stem + ".md"), "w") as f:
+        f.write(f"# {title}\n\n{text}\n")
+    with open(os.path.join(RESULTS_DIR, stem + ".json"), "w") as f:
+        json.dump(dict(head, elapsed_s=elapsed,
+                       tools={t.name: {"available": t.available, "reason": t.reason,
+                                       "version": t.version} for t in tools},
+                       results=results, summary=summary, problems=reproductions),
+                  f, indent=1)
+    log(f"bench: wrote {os.path.relpath(RESULTS_DIR, ROOT)}/{stem}.md and .json")
+
+
 def finish_sampling(results, tools, machine, repeats, when, rates, reproductions, cmdline,
                     skipped, probes, elapsed, version, update_docs):
     """--mode sample's output: the table on standard output, bench/results/sample-latest.md
     and .json, and with --update-docs its section of docs/performance.md."""
     text, summary = sample_report(results, tools, machine, repeats, when, rates,
                                   reproductions, cmdline, skipped)
-    print(text)
-    log(f"bench: measured in {elapsed:.0f} s")
-    os.makedirs(RESULTS_DIR, exist_ok=True)
-    with open(os.path.join(RESULTS_DIR, "sample-latest.md"), "w") as f:
-        f.write(f"# strata sampling benchmark, {when}\n\n{text}\n")
-    with open(os.path.join(RESULTS_DIR, "sample-latest.json"), "w") as f:
-        json.dump({"when": when, "machine": machine, "repeats": repeats, "rates": rates,
-                   "command": cmdline, "probes": probes, "elapsed_s": elapsed,
-                   "tools": {t.name: {"available": t.available, "reason": t.reason,
-                                      "version": t.version} for t in tools},
-                   "results": results, "summary": summary, "problems": reproductions},
-                  f, indent=1)
-    log(f"bench: wrote {os.path.relpath(RESULTS_DIR, ROOT)}/sample-latest.md and .json")
+    write_sampling_results("sample-latest", f"strata sampling benchmark, {when}", text,
+                           {"when": when, "machine": machine, "repeats": repeats,
+                            "rates": rates, "command": cmdline, "probes": probes},
+                           tools, results, summary, reproductions, elapsed)
     if update_docs:
         update_doc(f"#### Latest results: CPython {version}\n\n{text}\n", version,
                    (f"<!-- bench-sampling-{version}:begin (written by bench/run.py --mode sample "
