@@ -77,7 +77,9 @@ def test_known_split(runner, programs, build):
     f, g = through(prof, "f"), through(prof, "g")
     st = prof["stack_sampling"]
     assert f + g > 3000 and st["samples"] > 3000, (f, g, st)
-    assert abs(f / (f + g) - 0.70) <= 0.02 and within(f, g, st["samples"]), (f, g, st)
+    # within 2 points on a quiet machine (3 standard deviations of 4000 samples are
+    # 2.2): 3 leaves room for a machine that runs other work meanwhile
+    assert abs(f / (f + g) - 0.70) <= 0.03 and within(f, g, st["samples"]), (f, g, st)
     # stacks read from the program's entry down: main -> (split, inlined at -O2) ->
     # f -> spin
     def calls_down(p):

@@ -115,6 +115,23 @@ static const char *die_name(Dwarf_Die *die)
     return name ? name : link;
 }
 
+int st_dw_resolve_name(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)
+{
+    const char *name = dw.dwfl_module_addrname(f->mod, vaddr);
+    if (!name)
+        return 0;
+    /* without its symbol version ("__libc_start_main@@GLIBC_2.34") */
+    char bare[512];
+    size_t n = strcspn(name, "@");
+    if (name[n] && n < sizeof bare) {
+        memcpy(bare, name, n);
+        bare[n] = '\0';
+        name = bare;
+    }
+    int rc = emit(arg, name, NULL, 0, 0);
+    return rc < 0 ? rc : 1;
+}
+
 int st_dw_resolve(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)
 {
     const char *file = NULL;
@@ -212,6 +229,23 @@ st_dwfile_t *st_dw_open(const char *path, const unsigned char *build_id, int bui
 {
     (void)path, (void)build_id, (void)build_id_len;
     return NULL;
+}
+
+int st_dw_resolve_name(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)
+{
+    const char *name = dw.dwfl_module_addrname(f->mod, vaddr);
+    if (!name)
+        return 0;
+    /* without its symbol version ("__libc_start_main@@GLIBC_2.34") */
+    char bare[512];
+    size_t n = strcspn(name, "@");
+    if (name[n] && n < sizeof bare) {
+        memcpy(bare, name, n);
+        bare[n] = '\0';
+        name = bare;
+    }
+    int rc = emit(arg, name, NULL, 0, 0);
+    return rc < 0 ? rc : 1;
 }
 
 int st_dw_resolve(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)

@@ -40,6 +40,12 @@ st_dwfile_t *st_dw_open(const char *path, const unsigned char *build_id, int bui
  * known) or what emit returned when < 0. */
 int st_dw_resolve(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg);
 
+/* The function's name alone at vaddr, from the symbol table libdw finds for the
+ * file (its own, or its separate debug file's: internal functions included),
+ * without reading DWARF: the cheap lookup for system libraries. Returns 1, or 0
+ * when no symbol holds vaddr. */
+int st_dw_resolve_name(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg);
+
 /* Ends the file's session. */
 void st_dw_close(st_dwfile_t *f);
 

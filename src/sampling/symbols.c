@@ -178,6 +178,20 @@ static modstate_t *modstate(st_symbols_t *s, int idx)
     return &s->ms[idx];
 }
 
+/* 1 for a library of the system (under /lib, /usr/lib): named from its symbol
+ * table only. Its separate debug file (libc6-dbg...) is large, and reading its
+ * DWARF for a handful of frames cost 60 to 90 ms at the end of every run
+ * (docs/performance.md); the program's own code and the libraries it brings
+ * keep their source files and inlined frames. */
+static int system_library(const char *path)
+{
+    static const char *const dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (strncmp(path, dirs[i], strlen(dirs[i])) == 0)
+            return 1;
+    return 0;
+}
+
 /* Fills s->tmp with the frames of pc in module idx (-1: none). */
 static void lookup(st_symbols_t *s, modstate_t *m, int idx, uintptr_t pc)
 {
@@ -194,7 +208,10 @@ static void lookup(st_symbols_t *s, modstate_t *m, int idx, uintptr_t pc)
             m->dw_tried = 1;
             m->dw = st_dw_open(mod->path, mod->build_id, mod->build_id_len);
         }
-        if (m->dw)   /* past ST_SYMBOLS_MAX_INLINE: the innermost frames only */
+        /* past ST_SYMBOLS_MAX_INLINE: the innermost frames only */
+        if (m->dw && system_library(mod->path))
+            st_dw_resolve_name(m->dw, vaddr, on_frame, s);
+        else if (m->dw)
             st_dw_resolve(m->dw, vaddr, on_frame, s);
     }
     const char *name = NULL;

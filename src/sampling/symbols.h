@@ -6,7 +6,9 @@
  * address (address - load bias), so libraries unloaded since still resolve:
  *   1. libdw (dwarf.h), unless ST_SYMBOLS_NO_DWARF: function, file, line, and
  *      the inlined frames at the address, from the file's DWARF or its separate
- *      debug file; without DWARF, the ELF symbol libdw finds.
+ *      debug file; without DWARF, the ELF symbol libdw finds. Libraries of the
+ *      system (under /lib, /usr/lib) get the symbol alone (their debug files are
+ *      large and slow to read: tens of milliseconds for libc's).
  *   2. Without libdw, or when libdw knows nothing there: the file's ELF symbol
  *      table (elfsym.h): the function only.
  *   3. For an object with no file (the vDSO), while it is still mapped: the

@@ -92,7 +92,9 @@ static int unwind_fp(const ucontext_t *uc, const st_unwind_thread_t *t, uintptr_
             break;
         uintptr_t next = stack_word(fp);
         uintptr_t ret = stack_word(fp + sizeof(uintptr_t));
-        if (ret < ST_UNWIND_MIN_PC)
+        /* a return address is code: not near 0, not in the stack (code without
+         * frame pointers leaves rbp pointing at data that is not a frame) */
+        if (ret < ST_UNWIND_MIN_PC || (ret >= t->stack_lo && ret < t->stack_hi))
             break;
         pcs[n++] = ret - 1;
         if (next <= fp)
