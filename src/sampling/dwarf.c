@@ -22,7 +22,7 @@
     X(dwarf_tag) X(dwarf_diename) X(dwarf_attr) X(dwarf_attr_integrate)              \
     X(dwarf_formstring) X(dwarf_formudata) X(dwarf_getsrcfiles) X(dwarf_filesrc)     \
     X(dwfl_module_nextcu) X(dwarf_haspc) X(dwarf_getsrc_die) X(dwarf_linesrc)          \
-    X(dwarf_lineno) X(elf_version)
+    X(dwarf_lineno) X(dwarf_child) X(dwarf_siblingof) X(elf_version)
 
 static struct {
 #define ST_DW_FIELD(name) __typeof__(name) *name;
@@ -132,6 +132,27 @@ int st_dw_resolve_name(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void 
     return rc < 0 ? rc : 1;
 }
 
+/* The subprogram holding `pc` among the children of `parent`, down to `depth`
+ * levels (a Fortran module's procedures are children of its DW_TAG_module, where
+ * libdw 0.188's dwarf_getscopes does not look); 1 when found (into *out). */
+static int find_subprogram(Dwarf_Die *parent, Dwarf_Addr pc, int depth, Dwarf_Die *out)
+{
+    Dwarf_Die child;
+    if (depth == 0 || dw.dwarf_child(parent, &child) != 0)
+        return 0;
+    do {
+        int tag = dw.dwarf_tag(&child);
+        if (tag == DW_TAG_subprogram && dw.dwarf_haspc(&child, pc) > 0) {
+            *out = child;
+            return 1;
+        }
+        if ((tag == DW_TAG_module || tag == DW_TAG_namespace) &&
+            find_subprogram(&child, pc, depth - 1, out))
+            return 1;
+    } while (dw.dwarf_siblingof(&child, &child) == 0);
+    return 0;
+}
+
 int st_dw_resolve(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)
 {
     const char *file = NULL;
@@ -192,6 +213,12 @@ int st_dw_resolve(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)
     free(scopes);
     if (rc < 0)
         return rc;
+    Dwarf_Die sub;
+    if (n == 0 && cu && find_subprogram(cu, vaddr - bias, 3, &sub)) {
+        if ((rc = emit(arg, die_name(&sub), file, line, 0)) < 0)
+            return rc;
+        n = 1;
+    }
     if (n == 0) {
         const char *name = dw.dwfl_module_addrname(f->mod, vaddr);
         if (!name && !file)
@@ -246,6 +273,27 @@ int st_dw_resolve_name(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void 
     }
     int rc = emit(arg, name, NULL, 0, 0);
     return rc < 0 ? rc : 1;
+}
+
+/* The subprogram holding `pc` among the children of `parent`, down to `depth`
+ * levels (a Fortran module's procedures are children of its DW_TAG_module, where
+ * libdw 0.188's dwarf_getscopes does not look); 1 when found (into *out). */
+static int find_subprogram(Dwarf_Die *parent, Dwarf_Addr pc, int depth, Dwarf_Die *out)
+{
+    Dwarf_Die child;
+    if (depth == 0 || dw.dwarf_child(parent, &child) != 0)
+        return 0;
+    do {
+        int tag = dw.dwarf_tag(&child);
+        if (tag == DW_TAG_subprogram && dw.dwarf_haspc(&child, pc) > 0) {
+            *out = child;
+            return 1;
+        }
+        if ((tag == DW_TAG_module || tag == DW_TAG_namespace) &&
+            find_subprogram(&child, pc, depth - 1, out))
+            return 1;
+    } while (dw.dwarf_siblingof(&child, &child) == 0);
+    return 0;
 }
 
 int st_dw_resolve(st_dwfile_t *f, uint64_t vaddr, st_dw_emit_fn emit, void *arg)
