@@ -1088,7 +1088,7 @@ def main(argv=None):
     ap.add_argument("--before", metavar="STRATA",
                     help="also run another build's strata command (in its own venv), e.g. "
                          "the previous commit's, and compare strata's added time with it")
-    ap.add_argument("--mode", choices=["overhead", "sample", "native"], default="overhead",
+    ap.add_argument("--mode", choices=["overhead", "sample", "native", "run"], default="overhead",
                     help="overhead (default): the deterministic profilers; sample: stack "
                          "samplers (floor, strata --sample, py-spy, austin) at --rates; "
                          "native: strata sample on C programs (bench/native.py)")
@@ -1122,6 +1122,9 @@ def main(argv=None):
         rates = [int(x) for x in split_list([args.rates])] if args.rates else SAMPLE_RATES
         if not rates or min(rates) < 1:
             ap.error("--rates: positive numbers of samples a second")
+    if args.mode == "run":
+        import native_run  # bench/native_run.py: strata run (issue 13)
+        return native_run.main_run(args, repeats, strata)
     if args.mode == "native":
         import native  # bench/native.py, which imports this module's helpers
         return native.main_native(args, repeats, rates, strata, python, interp,
