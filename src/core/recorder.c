@@ -246,6 +246,21 @@ void st_rec_thread_name(st_rec_thread_t *th, const char *name)
     snprintf(th->name, sizeof th->name, "%s", name ? name : "");
 }
 
+void st_rec_thread_name_kernel(st_rec_thread_t *th)
+{
+    char path[64], name[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)th->tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (fgets(name, sizeof name, f)) {
+        name[strcspn(name, "\n")] = '\0';
+        if (*name)
+            st_rec_thread_name(th, name);
+    }
+    fclose(f);
+}
+
 int st_rec_grow_stack(st_rec_thread_t *th)
 {
     if (th->failed)

@@ -222,6 +222,11 @@ void st_rec_thread_finish(st_rec_thread_t *th);
  * registered with. The owner thread, or after recording has stopped. */
 void st_rec_thread_name(st_rec_thread_t *th, const char *name);
 
+/* Names the thread as the kernel knows it (pthread_setname_np; its comm in
+ * /proc/self/task/<tid>), while it is alive; nothing once it has ended. Same
+ * callers as st_rec_thread_name. */
+void st_rec_thread_name_kernel(st_rec_thread_t *th);
+
 /* Slow halves of enter: grow the stack. */
 int st_rec_grow_stack(st_rec_thread_t *th);
 

@@ -3,7 +3,6 @@
 #include "native/instrument.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +81,18 @@ NOTRACE static uint32_t name_function(uintptr_t fn)
     return label;
 }
 
+/* The label of a text (interned; ST_PATH_NONE when out of memory). */
+NOTRACE static uint32_t text_label(const char *text)
+{
+    uint32_t label;
+    int outer = in_wait;
+    in_wait = 1; /* strata's own lock: not the program's wait */
+    if (st_intern_id(&ni.s->labels, text, strlen(text), &label) < 0)
+        label = ST_PATH_NONE;
+    in_wait = outer;
+    return label;
+}
+
 /* The label of id `id` (key `key`), made on first use. */
 NOTRACE static uint32_t label_of(uint32_t id, uintptr_t key, int region)
 {
@@ -93,14 +104,9 @@ NOTRACE static uint32_t label_of(uint32_t id, uintptr_t key, int region)
     pthread_mutex_lock(&ni.lock);
     v = atomic_load_explicit(&ni.labels[id], memory_order_acquire);
     if (!v) {
-        uint32_t label = SKIP;
-        if (region) {
-            const char *name = (const char *)key;
-            if (st_intern_id(&ni.s->labels, name, strlen(name), &label) < 0)
-                label = SKIP;
-        } else {
-            label = name_function(key);
-        }
+        uint32_t label = region ? text_label((const char *)key) : name_function(key);
+        if (label == ST_PATH_NONE)
+            label = SKIP;
         v = label == SKIP ? SKIP : label + 1;
         atomic_store_explicit(&ni.labels[id], v, memory_order_release);
         atomic_store(&ni.entered, 1);
@@ -152,18 +158,6 @@ EXPORT NOTRACE void __cyg_profile_func_exit(void *fn, void *site)
     st_rec_exit_key_t(th, fn, th->tracing);
 }
 
-/* The label of a text (interned; ST_PATH_NONE when out of memory). */
-NOTRACE static uint32_t text_label(const char *text)
-{
-    uint32_t label;
-    int outer = in_wait;
-    in_wait = 1; /* strata's own lock: not the program's wait */
-    if (st_intern_id(&ni.s->labels, text, strlen(text), &label) < 0)
-        label = ST_PATH_NONE;
-    in_wait = outer;
-    return label;
-}
-
 int st_ninstr_enter_text(const char *text, const void *key)
 {
     if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
@@ -201,15 +195,8 @@ EXPORT NOTRACE void strata__push(const char *name)
      * text changed names another region (not cached) */
     uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)name, NULL);
     uint32_t label = id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)name, 1);
-    if (label == SKIP || strcmp(st_intern_str(&ni.s->labels, label), name) != 0) {
-        int outer = in_wait;
-        in_wait = 1;
-        pthread_mutex_lock(&ni.lock);
-        if (st_intern_id(&ni.s->labels, name, strlen(name), &label) < 0)
-            label = ST_PATH_NONE;
-        pthread_mutex_unlock(&ni.lock);
-        in_wait = outer;
-    }
+    if (label == SKIP || strcmp(st_intern_str(&ni.s->labels, label), name) != 0)
+        label = text_label(name);
     st_rec_enter(st_rec_self(ni.rec), label, name);
 }
 
@@ -220,25 +207,10 @@ EXPORT NOTRACE void strata__pop(void)
 }
 
 /* A thread ends: named as the kernel knows it (pthread_setname_np). */
-NOTRACE static void name_thread(st_rec_thread_t *th)
-{
-    char path[64], name[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)th->tid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    if (fgets(name, sizeof name, f)) {
-        name[strcspn(name, "\n")] = '\0';
-        if (*name)
-            st_rec_thread_name(th, name);
-    }
-    fclose(f);
-}
-
 NOTRACE static void thread_end(void *arg)
 {
     if (atomic_load(&ni.on))
-        name_thread(arg);
+        st_rec_thread_name_kernel(arg);
 }
 
 /* Registers the calling thread and names it at its end. */
@@ -285,7 +257,7 @@ static void instr_stop(st_collector_t *c, st_session_t *s)
         return;
     atomic_store(&ni.on, 0);
     for (uint32_t i = 0; i < s->rec.nthreads; i++)
-        name_thread(s->rec.threads[i]);
+        st_rec_thread_name_kernel(s->rec.threads[i]);
     /* the labels stay (the session's); the tables go */
     if (ni.sym)
         st_symbols_free(ni.sym);

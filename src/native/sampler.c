@@ -2,10 +2,8 @@
 #define _GNU_SOURCE
 #include "native/sampler.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,29 +50,13 @@ static int walk(st_sthread_t *t, void *ucontext, uint32_t *ids, int cap)
 /* ------------------------------------------------------------------------- */
 /* Threads                                                                   */
 
-/* Names the thread's results as the kernel knows it (pthread_setname_np), if
- * it was named; on the thread, or at the end for another. */
-static void name_thread(st_sthread_t *t)
-{
-    char path[64], name[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)t->tid);
-    FILE *f = t->th ? fopen(path, "re") : NULL;
-    if (!f)
-        return;
-    if (fgets(name, sizeof name, f)) {
-        name[strcspn(name, "\n")] = '\0';
-        if (*name)
-            st_rec_thread_name(t->th, name);
-    }
-    fclose(f);
-}
-
 /* A thread ends (its thread-local destructor): named, its timer gone. */
 static void thread_end(void *arg)
 {
     nthread_t *n = arg;
     if (ns.on && n->t) {
-        name_thread(n->t);
+        if (n->t->th)
+            st_rec_thread_name_kernel(n->t->th);
         st_stacks_drop(&stacks, n->t);
     }
 }
@@ -214,7 +196,6 @@ static int fold(st_session_t *s)
     s->stack_first = first;
     s->stack_chain = chain;
     s->stack_nids = ST_NSTACK_IDS;
-    s->stack_period_ns = stacks.sig.period_ns;
     return rc;
 }
 
@@ -223,8 +204,8 @@ static void name_threads(void)
 {
     uint32_t n = atomic_load(&stacks.nthreads);
     for (uint32_t i = 0; i < n; i++)
-        if (stacks.threads[i]->slot >= 0)
-            name_thread(stacks.threads[i]);
+        if (stacks.threads[i]->slot >= 0 && stacks.threads[i]->th)
+            st_rec_thread_name_kernel(stacks.threads[i]->th);
 }
 
 static void sampler_stop(st_collector_t *c, st_session_t *s)
