@@ -484,7 +484,6 @@ static int fold(st_session_t *s, const uint32_t *map)
         s->stack_first = first; /* kept for the timeline's samples */
         s->stack_chain = chain;
         s->stack_nids = nids;
-        s->stack_period_ns = stacks.sig.period_ns;
     } else {
         free(first);
         free(chain);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/events.h"
 #include "sampling/symbols.h"
 
 #define PC_UNKNOWN (ST_NSTACK_IDS - 1) /* the id of an address that found no entry */
@@ -50,10 +51,13 @@ int st_nstack_walk(st_nstack_t *ns, const void *uc, const st_unwind_thread_t *t,
                    uintptr_t stop_lo, uintptr_t stop_hi, uint32_t base, uint32_t *ids, int cap,
                    int *stopped)
 {
-    uintptr_t pcs[ST_UNWIND_MAX_HOPS];
-    int got = st_unwind(uc, t, ns->method, pcs, cap + skip < ST_UNWIND_MAX_HOPS
-                                                    ? cap + skip
-                                                    : ST_UNWIND_MAX_HOPS);
+    /* on the interrupted thread's stack: no more than a sample holds (and the
+     * frames skipped) */
+    uintptr_t pcs[ST_EV_MAX_FRAMES + 2];
+    int want = cap + skip;
+    if (want > (int)(sizeof pcs / sizeof pcs[0]))
+        want = (int)(sizeof pcs / sizeof pcs[0]);
+    int got = st_unwind(uc, t, ns->method, pcs, want);
     if (got < 0)
         return got;
     uint32_t gen = atomic_load_explicit(&ns->gen, memory_order_acquire);

@@ -56,7 +56,6 @@ typedef struct st_session {
      * st_rec_fold_chains takes them); kept for the timeline's samples; owned */
     uint32_t *stack_first, *stack_chain;
     uint32_t stack_nids;
-    uint64_t stack_period_ns;   /* one sampling period */
     st_sampler_t sampler;
     st_model_metric_t sampler_metrics[ST_SAMPLER_MAX_METRICS]; /* what it contributes */
     double ns_per_tick[ST_NTIMERS]; /* each timer's, while results are written */

@@ -2,6 +2,7 @@
  * trace.json (Chrome), written from the recorder's events. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,7 +154,8 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         .sample_chain = s->stack_chain,
         .sample_nids = s->stack_nids,
         .sample_metric = s->rec.m_samples,
-        .sample_period_ns = s->stack_period_ns,
+        /* one sampling period, as the sampler's summary gives its rate */
+        .sample_period_ns = s->stacks.freq > 0 ? (uint64_t)llround(1e9 / s->stacks.freq) : 0,
         .sample_clock = s->stacks.clock,
         .attr_keys = keys,
         .attr_values = values,
