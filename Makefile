@@ -5,15 +5,16 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 ASANVENV := .venv-asan
 # libdw-dev and libunwind-dev: the headers of the native symboliser and unwinder
-# (src/sampling; the libraries are loaded with dlopen, and without the headers
-# those paths are compiled out).
+# (src/sampling), libpapi-dev PAPI's (the papi: counters, src/system/hwc.c); the
+# libraries are loaded with dlopen, and without the headers those paths are
+# compiled out.
 DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-venv \
-           libdw-dev libunwind-dev
+           libdw-dev libunwind-dev libpapi-dev
 # debootstrap makes the Debian trixie root of the Python 3.13 leg (make test-py313).
 LEG_DEBS := debootstrap
 # Extra Debian packages installed into that root for tests that use them (libunwind and
-# libdw: native stacks, as on the host).
-PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev
+# libdw: native stacks, as on the host; PAPI: the papi: counters).
+PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs,
 # Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt),
 # gfortran builds the Fortran API's test program, libomp-dev (LLVM's OpenMP, with OMPT)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/components.h"
+#include "system/hwc.h"
 #include "base/fsutil.h"
 #include "output/grid.h"
 #include "verbs.h"
@@ -248,7 +249,7 @@ void st_avail_write_markdown(st_strbuf_t *out)
 
 static void print_help(FILE *out)
 {
-    fputs("usage: strata avail [-h] [-a] [-c CATEGORY] [--json] [--components]\n"
+    fputs("usage: strata avail [-h] [-a] [-c CATEGORY] [--json] [--components] [-H]\n"
           "                    [-G FILE [--force]] [--markdown]\n"
           "\n"
           "  -h, --help            show this help message and exit\n"
@@ -258,6 +259,8 @@ static void print_help(FILE *out)
           "                        only the settings of CATEGORY\n"
           "  --json                print JSON for scripts\n"
           "  --components          list the profile components and their units\n"
+          "  -H, --hardware        list the event counters (perf:, papi:) and whether\n"
+          "                        this machine counts each\n"
           "  -G FILE, --generate FILE\n"
           "                        write a configuration file with the current values\n"
           "                        (an existing FILE only with --force; never the config\n"
@@ -305,7 +308,7 @@ static int generate_config(const char *path, const st_settings_t *s, int all, in
 
 int st_avail_main(int argc, char **argv, char *const *envp, FILE *out)
 {
-    int all = 0, json = 0, components = 0, markdown = 0, force = 0;
+    int all = 0, json = 0, components = 0, markdown = 0, force = 0, hardware = 0;
     const char *category = NULL, *generate = NULL;
     st_msg_t msg;
     for (int i = 0; i < argc; i++) {
@@ -321,6 +324,8 @@ int st_avail_main(int argc, char **argv, char *const *envp, FILE *out)
             components = 1;
         } else if (strcmp(w, "--markdown") == 0) {
             markdown = 1;
+        } else if (strcmp(w, "-H") == 0 || strcmp(w, "--hardware") == 0) {
+            hardware = 1;
         } else if (strcmp(w, "--force") == 0) {
             force = 1;
         } else if (strcmp(w, "-c") == 0 || strcmp(w, "--category") == 0 ||
@@ -362,6 +367,8 @@ int st_avail_main(int argc, char **argv, char *const *envp, FILE *out)
     int status = 0;
     if (markdown) {
         st_avail_write_markdown(&buf);
+    } else if (hardware) {
+        st_hwc_avail(&buf);
     } else if (components && !json) {
         st_avail_write_components(&buf);
     } else {

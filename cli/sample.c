@@ -194,6 +194,18 @@ static int launch(int run, int argc, char **argv)
         st_args_free(&args);
         return die(why);
     }
+    /* counters are read at calls: strata run's, not samples; each must count here */
+    st_hwc_t hwc;
+    rc = st_hwc_parse(&args.settings, &hwc, &msg);
+    if (rc == 0 && hwc.n && !run)
+        rc = st_msg_set(&msg, ST_EINVAL, "%s: counters are read where calls begin and end: "
+                        "use strata run (or strata python) for them", hwc.ev[0].metric);
+    if (rc == 0)
+        rc = st_hwc_check(&hwc, &msg);
+    if (rc < 0) {
+        st_args_free(&args);
+        return die(msg.text);
+    }
     if (!run && is_strata_python(path, args.target_args, args.ntarget_args)) {
         int at = (int)(args.target_args - 1 - argv);
         st_args_free(&args);

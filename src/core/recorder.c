@@ -73,8 +73,18 @@ fail_metrics:
     return ST_ENOMEM;
 }
 
+/* The thread's counters are closed (lock held, or no thread records any more). */
+static void counters_close(st_rec_thread_t *th)
+{
+    if (th->counters)
+        th->rec->cfg.counters->close(th->counters);
+    th->counters = NULL;
+    th->ncounters = 0;
+}
+
 static void thread_free(st_rec_thread_t *th)
 {
+    counters_close(th);
     free(th->stack);
     st_pathtab_free(&th->paths);
     st_evbuf_free(&th->ev);
@@ -203,6 +213,16 @@ __attribute__((noinline, cold)) st_rec_thread_t *st_rec_register(st_recorder_t *
     pthread_mutex_unlock(&r->lock);
     if (!th)
         return NULL;
+    const st_rec_counters_t *c = r->cfg.counters;
+    if (c && c->n && !th->counters && !th->finished &&
+        (th->counters = c->open(c->ctx)) != NULL) {
+        if (c->read(th->counters, th->counted) == 0) {
+            th->ncounters = c->n;
+        } else {
+            c->close(th->counters);
+            th->counters = NULL;
+        }
+    }
     pthread_setspecific(r->key, th);
     /* the pointer is published last: a handler sees no state or a whole one */
     st_rec_tls.th = th;
@@ -215,6 +235,7 @@ __attribute__((noinline, cold)) st_rec_thread_t *st_rec_register(st_recorder_t *
 static void finish_locked(st_rec_thread_t *th)
 {
     th->finished = 1;
+    counters_close(th);
     st_evbuf_finish(&th->ev);
     /* what only recording needs goes back too: the stack when no call is open,
      * the paths' index and spare capacity (made again if the thread records on) */
@@ -259,6 +280,26 @@ void st_rec_thread_name_kernel(st_rec_thread_t *th)
             st_rec_thread_name(th, name);
     }
     fclose(f);
+}
+
+void st_rec_count(st_rec_thread_t *th)
+{
+    const st_rec_counters_t *c = th->rec->cfg.counters;
+    uint64_t now[ST_REC_MAX_COUNTERS];
+    if (c->read(th->counters, now) < 0)
+        return;
+    /* a call left out of the tree (node limit) counts as its recorded caller */
+    uint32_t node = 0, d = th->depth;
+    while (d > 0 && th->stack[d - 1].node == ST_PATH_NONE)
+        d--;
+    if (d > 0)
+        node = th->stack[d - 1].node;
+    for (uint32_t i = 0; i < th->ncounters; i++) {
+        uint64_t *cell = &st_mcols_u64(&th->paths.cols, c->metric[i])[node];
+        uint64_t more = now[i] > th->counted[i] ? now[i] - th->counted[i] : 0;
+        *cell = more > ST_COUNT_MAX - *cell ? ST_COUNT_MAX : *cell + more;
+        th->counted[i] = now[i];
+    }
 }
 
 int st_rec_grow_stack(st_rec_thread_t *th)
@@ -475,6 +516,9 @@ void st_rec_close_all(st_recorder_t *r)
         const st_rec_thread_t *clk = self ? self : th;
         uint64_t wall = st_rec_wall(clk);
         uint64_t cpu = th->ntimers == 2 ? st_rec_cpu(clk) : 0;
+        /* the counters of the calling thread: the rest since their last reading */
+        if (th == self && th->ncounters)
+            st_rec_count(th);
         while (th->depth)
             st_rec_close_top(th, wall, cpu, th->tracing);
     }

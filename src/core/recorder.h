@@ -67,6 +67,23 @@
  * async-signal-safe where samples are taken in handlers. */
 typedef uint64_t (*st_rec_clock_fn)(void *ctx);
 
+/* Event counters read at every enter and exit of a thread (hardware and software
+ * event counts: src/system/hwc.h). Each reading's increase since the thread's last
+ * one is added to the count column of the call open meanwhile (the innermost
+ * recorded one; the root outside any), so that a node holds its calls' own counts
+ * and its total is the sum over its subtree. A thread opens its counters itself, at
+ * its first st_rec_register; a thread whose open fails reads none. */
+#define ST_REC_MAX_COUNTERS 8
+
+typedef struct {
+    uint32_t n;                                  /* counters, <= ST_REC_MAX_COUNTERS */
+    uint32_t metric[ST_REC_MAX_COUNTERS];        /* their count metrics (st_rec_add_metric) */
+    void *(*open)(void *ctx);                    /* on the thread; NULL: none */
+    int (*read)(void *handle, uint64_t *vals);   /* n values; 0, or < 0: none read */
+    void (*close)(void *handle);                 /* any thread */
+    void *ctx;
+} st_rec_counters_t;
+
 typedef struct {
     uint32_t max_nodes;       /* per thread; 0: no limit */
     int cpu;                  /* 1: time thread CPU too (metric ST_REC_CPU) */
@@ -79,6 +96,7 @@ typedef struct {
                                * sampler asks for a few, ST_EV_RING at most) */
     st_rec_clock_fn wall, cpu_clock;
     void *clock_ctx;
+    const st_rec_counters_t *counters; /* NULL: none; not owned, outlives the recorder */
 } st_rec_config_t;
 
 /* What a track is. Thread tracks are implicit (a thread's own events); these are
@@ -117,6 +135,7 @@ typedef struct st_rec_thread {
     st_rec_frame_t *stack;
     uint32_t depth, capstack;
     uint32_t unpushed;        /* enters whose frame could not be pushed (no memory) */
+    uint32_t ncounters;       /* event counters this thread reads (0: none) */
     int ntimers;              /* 1 wall, 2 wall + cpu */
     int tracing;
     st_rec_clock_fn wall, cpu_clock;
@@ -130,6 +149,8 @@ typedef struct st_rec_thread {
     char name[64];
     int failed;               /* sticky: an allocation failed */
     int finished;
+    void *counters;           /* the counters' handle (st_rec_counters_t.open) */
+    uint64_t counted[ST_REC_MAX_COUNTERS]; /* their last reading */
 } st_rec_thread_t;
 
 typedef struct st_recorder {
@@ -239,6 +260,10 @@ static inline uint64_t st_rec_cpu(const st_rec_thread_t *th)
     return th->cpu_clock ? th->cpu_clock(th->clock_ctx) : st_clock_thread_cpu_ns();
 }
 
+/* Reads the thread's counters and charges their increase to the innermost recorded
+ * open call (out of line: only where counters are read). */
+void st_rec_count(st_rec_thread_t *th);
+
 /* ------------------------------------------------------------------------- */
 /* The hot path                                                              */
 
@@ -248,6 +273,8 @@ static inline uint64_t st_rec_cpu(const st_rec_thread_t *th)
 static inline void st_rec_enter_t(st_rec_thread_t *th, uint32_t label, const void *key,
                                   const int tracing)
 {
+    if (__builtin_expect(th->ncounters != 0, 0))
+        st_rec_count(th);    /* what ran until now was the caller's */
     if (__builtin_expect(th->depth == th->capstack, 0) && st_rec_grow_stack(th) < 0) {
         th->unpushed++;
         return;
@@ -307,6 +334,8 @@ static inline int st_rec_exit_t(st_rec_thread_t *th, const int tracing)
         return 0;
     uint64_t wall = st_rec_wall(th);
     uint64_t cpu = th->ntimers == 2 ? st_rec_cpu(th) : 0;
+    if (__builtin_expect(th->ncounters != 0, 0))
+        st_rec_count(th);
     st_rec_close_top(th, wall, cpu, tracing);
     return 1;
 }
@@ -339,6 +368,8 @@ static inline int st_rec_exit_key_t(st_rec_thread_t *th, const void *key, const 
         return 0;
     uint64_t wall = st_rec_wall(th);
     uint64_t cpu = th->ntimers == 2 ? st_rec_cpu(th) : 0;
+    if (__builtin_expect(th->ncounters != 0, 0))
+        st_rec_count(th);
     st_rec_close_top(th, wall, cpu, tracing);
     return 1;
 }

@@ -374,9 +374,16 @@ static int check_item(st_setting_id_t id, const char *item, st_msg_t *msg)
     const st_setting_def_t *d = &defs[id];
     if (d->type == ST_TYPE_REGEX_LIST)
         return st_regex_check(item, d->env, msg);
+    /* a counter: its source's name for it, checked by the source (system/hwc.h) */
+    if (id == ST_S_COMPONENTS && (strncmp(item, "perf:", 5) == 0 || strncmp(item, "papi:", 5) == 0)) {
+        if (!item[5])
+            return st_msg_set(msg, ST_EINVAL, "%s: '%s' names no event", d->env, item);
+        return 0;
+    }
     if (d->choices && !in_choices(d->choices, item))
-        return st_msg_set(msg, ST_EINVAL, "%s: unknown value '%s' (choose from %s)", d->env,
-                          item, d->choices);
+        return st_msg_set(msg, ST_EINVAL, "%s: unknown value '%s' (choose from %s%s)", d->env,
+                          item, d->choices,
+                          id == ST_S_COMPONENTS ? ", perf:EVENT, papi:EVENT" : "");
     return 0;
 }
 
@@ -496,6 +503,7 @@ int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_s
     case ST_TYPE_REGEX_LIST: {
         const char *seps = d->type == ST_TYPE_LIST ? ", \t\n" : " \t\n";
         st_value_t fresh = {0};
+        char source[6] = "";  /* the last counter source named */
         for (const char *p = text; *p;) {
             p += strspn(p, seps);
             size_t n = strcspn(p, seps);
@@ -509,8 +517,17 @@ int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_s
             }
             memcpy(item, p, n);
             item[n] = '\0';
+            /* components: "perf:cycles,instructions" counts both with perf */
+            if (id == ST_S_COMPONENTS && (strncmp(item, "perf:", 5) == 0 ||
+                                          strncmp(item, "papi:", 5) == 0)) {
+                memcpy(source, item, 5);
+            } else if (id == ST_S_COMPONENTS && *source && !in_choices(d->choices, item) &&
+                       n + 5 < sizeof item) {
+                memmove(item + 5, item, n + 1);
+                memcpy(item, source, 5);
+            }
             int rc = check_item(id, item, msg);
-            if (rc == 0 && list_push(&fresh, p, n) < 0)
+            if (rc == 0 && list_push(&fresh, item, strlen(item)) < 0)
                 rc = st_msg_set(msg, ST_ENOMEM, "out of memory");
             if (rc < 0) {
                 value_clear(&fresh);

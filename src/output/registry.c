@@ -442,7 +442,7 @@ typedef struct {
  * than letters, digits, '_' and '-' made '_' (a name read from a file is data),
  * prefixed with "metric_" where it would be another table's (a component's,
  * load_balance) or is empty. */
-static void metric_file_base(const char *name, char *out, size_t size)
+void st_metric_file_base(const char *name, char *out, size_t size)
 {
     char safe[sizeof ((st_metric_def_t *)0)->name];
     size_t n = 0;
@@ -487,7 +487,7 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
             if (!has_table(m, id))
                 continue;
             char base[64];
-            metric_file_base(m->metrics->defs[id].name, base, sizeof base);
+            st_metric_file_base(m->metrics->defs[id].name, base, sizeof base);
             jobs[n].f = f;
             jobs[n].comp = METRIC_TABLE + (int)id;
             if (m->has_rank)

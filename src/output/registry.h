@@ -90,6 +90,11 @@ int st_formats_parse(const char *list, unsigned *mask, st_msg_t *msg);
  * component's. */
 void st_format_file_name(st_format_t f, int has_rank, uint32_t rank, char *buf, size_t size);
 
+/* The base of the file name of metric `name`'s table ("perf:cycles" ->
+ * "perf_cycles"): characters other than letters, digits, '_' and '-' made '_',
+ * "metric_" before a name that would be another table's or is empty. */
+void st_metric_file_base(const char *name, char *out, size_t size);
+
 /* Checks that the tools the formats in mask need can be run (the entries' `tool`:
  * png and svg need Graphviz's dot on PATH). ST_EINVAL with a message naming `what` (the setting or
  * flag that asked) when one is missing; 0 otherwise. */

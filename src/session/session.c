@@ -82,6 +82,18 @@ static uint32_t sig_chunks_for(const st_settings_t *set)
     return n < 8 ? 8 : n > 64 ? 64 : (uint32_t)n;
 }
 
+/* A count metric for each counter (the recorder's columns for st_rec_count). */
+static int add_counter_metrics(st_session_t *s)
+{
+    for (uint32_t i = 0; i < s->hwc.n; i++) {
+        const st_hwc_event_t *e = &s->hwc.ev[i];
+        if (st_rec_add_metric(&s->rec, e->metric, e->unit, e->desc, ST_METRIC_COUNT,
+                              &s->hwc.rc.metric[i]) < 0)
+            return ST_ENOMEM;
+    }
+    return 0;
+}
+
 int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *msg)
 {
     memset(s, 0, sizeof *s);
@@ -93,6 +105,14 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
     for (int c = 0; c < ST_NCOMPONENTS; c++)
         if (st_settings_has(settings, ST_S_COMPONENTS, st_component_info((st_component_t)c)->name))
             s->components |= 1u << c;
+    /* the counters asked for: each must count here, before the program starts */
+    if (st_hwc_parse(settings, &s->hwc, msg) < 0 || st_hwc_check(&s->hwc, msg) < 0) {
+        st_session_free(s);
+        return ST_EINVAL;
+    }
+    /* counters alone: the calls are counted too (a timer's table is not asked for) */
+    if (!s->components && s->hwc.n)
+        s->components = 1u << ST_COMP_TRIP_COUNT;
     if (!s->components) {
         st_session_free(s);
         return st_msg_set(msg, ST_EINVAL, "STRATA_COMPONENTS: no component chosen (choose from "
@@ -118,7 +138,16 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
          * sampled at 1 kHz of wall time */
         .sig_chunks = st_settings_bool(set, ST_S_USE_SAMPLING) ? sig_chunks_for(set) : 0,
     };
-    if (st_rec_init(&s->rec, &cfg) < 0) {
+    if (s->hwc.n) {
+        st_hwc_counters(&s->hwc);
+        cfg.counters = &s->hwc.rc;
+    }
+    int rc = st_rec_init(&s->rec, &cfg);
+    if (rc == 0 && add_counter_metrics(s) < 0) {
+        st_rec_free(&s->rec);
+        rc = ST_ENOMEM;
+    }
+    if (rc < 0) {
         st_intern_free(&s->labels);
         st_loctab_free(&s->locs);
         st_settings_free(&s->settings);
@@ -421,8 +450,8 @@ static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     st_table_write(out, m, (st_component_t)(arg & 255), arg >> 8);
 }
-/* arg: the samples metric's id */
-static void render_samples(st_strbuf_t *out, const st_model_t *m, int arg)
+/* arg: the metric's id (samples, a counter) */
+static void render_metric(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     if (st_table_write_metric(out, m, (uint32_t)arg) < 0)
         out->failed = 1;
@@ -541,14 +570,14 @@ static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, c
                           int in_file, int first)
 {
     int arg = (int)s->rec.m_samples;
-    size_t bytes = table_size(s->outdir, name, in_file, render_samples, m, arg);
+    size_t bytes = table_size(s->outdir, name, in_file, render_metric, m, arg);
     if (!first)
         fputc('\n', f);
     if (bytes <= ST_SUMMARY_TABLE_BYTES) {
         if (in_file)
-            copy_file(f, s->outdir, name, render_samples, m, arg);
+            copy_file(f, s->outdir, name, render_metric, m, arg);
         else
-            render_to(f, render_samples, m, arg);
+            render_to(f, render_metric, m, arg);
     } else {
         char shown[PATH_MAX];
         fprintf(f, "[strata] the samples table (%.1f MB) is too long for the terminal: %s%s%s\n",
@@ -721,9 +750,21 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     int samples_ok = 0, samples = s->stack_sampling && text;
     if (samples) {
         st_session_file_name(s, "samples", ".txt", samples_name, sizeof samples_name);
-        rc = stream_file(s->outdir, samples_name, render_samples, &m, (int)s->rec.m_samples,
+        rc = stream_file(s->outdir, samples_name, render_metric, &m, (int)s->rec.m_samples,
                          &one);
         samples_ok = rc == 0;
+        failed(&fail, rc, &one);
+    }
+    /* a table for each counter (perf:, papi:): its events, self and total a row */
+    char counter_names[ST_REC_MAX_COUNTERS][96];
+    int counter_ok[ST_REC_MAX_COUNTERS] = {0};
+    for (uint32_t i = 0; i < s->hwc.n && profile && text; i++) {
+        char base[64];
+        st_metric_file_base(s->hwc.ev[i].metric, base, sizeof base);
+        st_session_file_name(s, base, ".txt", counter_names[i], sizeof counter_names[i]);
+        rc = stream_file(s->outdir, counter_names[i], render_metric, &m, (int)s->hwc.rc.metric[i],
+                         &one);
+        counter_ok[i] = rc == 0;
         failed(&fail, rc, &one);
     }
     if (formats & (1u << ST_FMT_JSON)) {
@@ -759,6 +800,11 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                                              c | precision << 8);
                 bytes = one_size > SIZE_MAX - bytes - 1 ? SIZE_MAX : bytes + one_size + 1;
             }
+        for (uint32_t i = 0; i < s->hwc.n && profile && text; i++) {
+            size_t one_size = table_size(s->outdir, counter_names[i], counter_ok[i], render_metric,
+                                         &m, (int)s->hwc.rc.metric[i]);
+            bytes = one_size > SIZE_MAX - bytes - 1 ? SIZE_MAX : bytes + one_size + 1;
+        }
         if (bytes > ST_SUMMARY_TABLE_BYTES) {
             if (!first)
                 fputc('\n', tables);
@@ -774,6 +820,16 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                     copy_file(tables, s->outdir, names[c], render_table, &m, c | precision << 8);
                 else
                     render_to(tables, render_table, &m, c | precision << 8);
+            }
+            for (uint32_t i = 0; i < s->hwc.n && profile && text; i++) {
+                int id = (int)s->hwc.rc.metric[i];
+                if (!first)
+                    fputc('\n', tables);
+                first = 0;
+                if (counter_ok[i])
+                    copy_file(tables, s->outdir, counter_names[i], render_metric, &m, id);
+                else
+                    render_to(tables, render_metric, &m, id);
             }
         }
         if (samples)

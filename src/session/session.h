@@ -24,6 +24,7 @@
 #include "core/settings.h"
 #include "model/model.h"
 #include "session/collector.h"
+#include "system/hwc.h"
 #include "system/sampler.h"
 
 #define ST_SESSION_MAX_COLLECTORS 8
@@ -61,6 +62,7 @@ typedef struct st_session {
     double ns_per_tick[ST_NTIMERS]; /* each timer's, while results are written */
     uint64_t trace_stats[4]; /* what writing the timeline gave (st_session_write_timeline) */
     double trace_write_s;    /* and how long it took */
+    st_hwc_t hwc;            /* the counters read at every call (perf:, papi:) */
     st_collector_t collectors[ST_SESSION_MAX_COLLECTORS];
     int ncollectors;
     int nstarted;            /* collectors started and not stopped yet */

@@ -283,6 +283,74 @@ static void test_node_limit(void)
     st_rec_free(&r);
 }
 
+/* Fake event counters: two values the test sets, read at every enter and exit. */
+typedef struct {
+    uint64_t v[2];
+    int opened, closed, fail_read;
+} fake_counters_t;
+
+static void *fake_cnt_open(void *ctx)
+{
+    ((fake_counters_t *)ctx)->opened++;
+    return ctx;
+}
+static int fake_cnt_read(void *h, uint64_t *vals)
+{
+    fake_counters_t *f = h;
+    if (f->fail_read)
+        return -1;
+    vals[0] = f->v[0];
+    vals[1] = f->v[1];
+    return 0;
+}
+static void fake_cnt_close(void *h) { ((fake_counters_t *)h)->closed++; }
+
+/* Counters read at enter and exit: each increase goes to the call open meanwhile
+ * (a node's own events), calls past the node limit count as their recorded caller,
+ * what runs outside any call goes to the root, a failed read charges nothing. */
+static void test_counters(void)
+{
+    fake_counters_t f = {{100, 7}, 0, 0, 0};
+    st_rec_counters_t rc = {.n = 2, .open = fake_cnt_open, .read = fake_cnt_read,
+                            .close = fake_cnt_close, .ctx = &f};
+    st_rec_config_t c = config(1, 1 << 20, ST_EV_DISCARD);
+    c.max_nodes = 3; /* the root and two paths */
+    c.counters = &rc;
+    st_recorder_t r;
+    CHECK(st_rec_init(&r, &c) == 0);
+    CHECK(st_rec_add_metric(&r, "ev0", "events", "", ST_METRIC_COUNT, &rc.metric[0]) == 0);
+    CHECK(st_rec_add_metric(&r, "ev1", "events", "", ST_METRIC_COUNT, &rc.metric[1]) == 0);
+    st_rec_thread_t *th = st_rec_self(&r);
+    CHECK(th && th->ncounters == 2 && f.opened == 1);
+    f.v[0] += 3;             /* outside any call: the root */
+    st_rec_enter(th, 1, NULL);
+    f.v[0] += 10;
+    st_rec_enter(th, 2, NULL);
+    f.v[0] += 5;
+    f.v[1] += 1;
+    st_rec_enter(th, 3, NULL); /* past the limit: counts as label 2 */
+    f.v[0] += 4;
+    st_rec_exit(th);
+    f.v[0] += 1;
+    st_rec_exit(th);
+    f.v[0] += 2;
+    f.fail_read = 1;         /* this exit reads nothing: A's 2 wait for the next read */
+    st_rec_exit(th);
+    f.fail_read = 0;
+    st_rec_enter(th, 1, NULL); /* A again: the 2 went to the root, read outside A */
+    f.v[0] += 6;
+    st_rec_exit(th);
+    uint32_t a = child(&th->paths, 0, 1), b = child(&th->paths, a, 2);
+    const uint64_t *e0 = st_mcols_u64(&th->paths.cols, rc.metric[0]);
+    const uint64_t *e1 = st_mcols_u64(&th->paths.cols, rc.metric[1]);
+    CHECK(e0[0] == 5 && e0[a] == 16 && e0[b] == 10);
+    CHECK(e1[0] == 0 && e1[a] == 0 && e1[b] == 1);
+    st_rec_thread_finish(th);
+    CHECK(f.closed == 1 && th->ncounters == 0);
+    st_rec_free(&r);
+    CHECK(f.closed == 1);
+}
+
 /* A thread that records one call of label 9 and exits. */
 static void *record_one(void *arg)
 {
@@ -896,6 +964,7 @@ int main(void)
     test_pathtab();
     test_fake_clock();
     test_node_limit();
+    test_counters();
     test_collector_protocol();
     test_event_kinds();
     test_fold_chains();
