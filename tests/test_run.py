@@ -23,7 +23,7 @@ def built(tmp_path_factory):
     cc = c_compiler()
     out = tmp_path_factory.mktemp("run")
     progs = {}
-    for name in ("calls", "locks"):
+    for name in ("calls", "locks", "api"):
         progs[name] = out / name
         subprocess.run([cc, "-O1", "-g", "-finstrument-functions", f"-I{REPO / 'include'}",
                         str(SRC / f"{name}.c"), "-o", str(progs[name]), "-lpthread"], check=True)
@@ -94,6 +94,37 @@ def wall(prof: dict, thread: int, path: tuple) -> float:
             if by_id[n["id"]] == path:
                 return n["metrics"]["wall_clock"]["sum"] * 1e-9
     return -1.0
+
+
+def test_stop_start_marks_counters(runner, built):
+    """strata_stop()/strata_start(): nothing entered in between (a region open
+    across them ends as it would, one pushed while stopped closes nothing on its
+    pop); strata_counter values are a counter track and strata_mark an instant on
+    the timeline; without --trace the run says where they would be."""
+    from test_trace import decode
+
+    res = run(runner, "--trace", "-o", runner.dir / "res", "--", built["api"])
+    assert res.returncode == 0 and res.stdout == "done\n", res.describe()
+    prof = load_profile(runner.dir / "res")
+    c = counts(prof, 0)
+    assert "setup" not in c and "teardown" not in c, c
+    assert c["solve"] == 5 and c["outer"] == 1, c
+    assert c["fib"] == 5 * 1973 + 15, c  # fib(10) and fib(12) ran stopped
+    ps = paths(prof, 0)
+    assert ("main", "phase", "solve", "fib") in ps and ("main", "outer") in ps
+    assert not [p for p in ps if p[:2] == ("main", "outer") and len(p) > 2], ps
+    tr = decode(runner.dir / "res" / "trace.pftrace")
+    assert [v for _, v in tr.samples["residual"]] == [1.0, 0.5, 0.25, 0.125, 0.0625]
+    marks = [m for ms in tr.instants.values() for m in ms]
+    assert [m[0] for m in marks] == ["converged"], marks
+    # the mark comes after the last counter value and before the end of main
+    assert tr.samples["residual"][-1][0] <= marks[0][1]
+    res = run(runner, "-o", runner.dir / "res2", "--", built["api"])
+    assert res.returncode == 0, res.describe()
+    assert "marks: 1, counter values: 5" in res.stderr and "--trace" in res.stderr
+    # without strata: the header's calls do nothing
+    plain = runner.run([built["api"]])
+    assert plain.returncode == 0 and plain.stdout == "done\n", plain.describe()
 
 
 def test_lock_waits(runner, built):
@@ -265,5 +296,5 @@ def test_fortran_module(runner, built, venv_python, tmp_path):
     # (__kern_MOD_heavy)
     heavy = "heavy"
     assert c.get("fortran-region") == 1 and c.get(heavy) == 3, c
-    assert not [k for k in c if "strata_push" in k or "strata_pop" in k], c
+    assert not [k for k in c if "strata_" in k], c  # the module's wrappers are not calls
     assert any(p[-2:] == ("fortran-region", heavy) for p in paths(prof, 0)), paths(prof, 0)

@@ -82,6 +82,7 @@ class Trace:
         self.slices = {}       # tid -> [(name, begin_ns, end_ns, depth)]
         self.samples = {}      # counter name -> [(ns, value)]
         self.stack_samples = {}  # tid -> [(ns, (frame name, ...) root first, weight)]
+        self.instants = {}     # tid -> [(name, ns)]
         self.events = 0
         seqs = {}
         packets = every(fields(data), 1)
@@ -161,10 +162,13 @@ class Trace:
                 continue
             tid = self.threads[st["track"]][0]
             stack = st["stack"]
-            if kind == 1:
+            if kind in (1, 3):
                 iid = first(te, 10)
                 assert iid in st["names"], f"name iid {iid} used before it was interned"
-                stack.append((st["names"][iid], st["ts"]))
+                if kind == 3:  # an instant (a mark)
+                    self.instants.setdefault(tid, []).append((st["names"][iid], st["ts"]))
+                else:
+                    stack.append((st["names"][iid], st["ts"]))
             else:
                 assert kind == 2, f"unexpected event type {kind}"
                 assert stack, f"slice end without a begin on thread {tid}"

@@ -3,6 +3,7 @@
 #include "native/instrument.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,25 @@ static struct {
     int key_made;
     _Atomic int on;
     _Atomic int entered;       /* something was entered (a function, a region) */
+    _Atomic int paused;        /* strata_stop(): no call is entered until strata_start() */
+    _Atomic uint64_t marks, counts; /* strata_mark and strata_counter calls */
+    struct {
+        const char *key;       /* the name's address as first given */
+        char name[64];
+        uint32_t track;
+    } counter[64];             /* counter tracks, under lock */
+    uint32_t ncounters;
 } ni = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Pushes while paused, popped without a region (per thread). */
+static __thread uint32_t pushes_paused __attribute__((tls_model("initial-exec")));
+
+/* 1 when a call entered now is recorded: running and not paused. */
+NOTRACE static inline int entering(void)
+{
+    return atomic_load_explicit(&ni.on, memory_order_relaxed) &&
+           !atomic_load_explicit(&ni.paused, memory_order_relaxed);
+}
 
 int st_ninstr_entered(void)
 {
@@ -49,11 +68,16 @@ static uint32_t wait_labels[2]; /* contended mutex, condition variable */
  * call that ends before it. */
 NOTRACE static int is_api(const char *name)
 {
-    static const char *const api[] = {"strata_push", "strata_pop", "__strata_MOD_strata_push",
-                                      "__strata_MOD_strata_pop"};
-    for (size_t i = 0; i < sizeof api / sizeof api[0]; i++)
-        if (strcmp(name, api[i]) == 0)
+    static const char *const api[] = {"strata_push", "strata_pop", "strata_mark",
+                                      "strata_counter", "strata_start", "strata_stop"};
+    if (strncmp(name, "__strata_MOD_", 13) == 0) /* the Fortran module's */
+        return 1;
+    /* the name, or the Fortran module's specific procedures (strata_counter_r8) */
+    for (size_t i = 0; i < sizeof api / sizeof api[0]; i++) {
+        size_t n = strlen(api[i]);
+        if (strncmp(name, api[i], n) == 0 && (name[n] == '\0' || name[n] == '_'))
             return 1;
+    }
     return 0;
 }
 
@@ -140,7 +164,7 @@ NOTRACE static inline uint32_t fn_label(void *fn)
 EXPORT NOTRACE void __cyg_profile_func_enter(void *fn, void *site)
 {
     (void)site;
-    if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
+    if (!entering())
         return;
     uint32_t label = fn_label(fn);
     if (label != SKIP)
@@ -160,7 +184,7 @@ EXPORT NOTRACE void __cyg_profile_func_exit(void *fn, void *site)
 
 int st_ninstr_enter_text(const char *text, const void *key)
 {
-    if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
+    if (!entering())
         return 0;
     atomic_store_explicit(&ni.entered, 1, memory_order_relaxed);
     st_rec_enter(st_rec_self(ni.rec), text_label(text), key);
@@ -191,6 +215,10 @@ EXPORT NOTRACE void strata__push(const char *name)
 {
     if (!atomic_load_explicit(&ni.on, memory_order_relaxed) || !name)
         return;
+    if (atomic_load_explicit(&ni.paused, memory_order_relaxed)) {
+        pushes_paused++; /* its pop closes nothing */
+        return;
+    }
     /* cached by the name's address, checked against its text: a buffer whose
      * text changed names another region (not cached) */
     uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)name, NULL);
@@ -202,8 +230,74 @@ EXPORT NOTRACE void strata__push(const char *name)
 
 EXPORT NOTRACE void strata__pop(void)
 {
+    if (pushes_paused) {
+        pushes_paused--;
+        return;
+    }
     if (atomic_load_explicit(&ni.on, memory_order_relaxed))
         st_rec_exit(st_rec_self(ni.rec));
+}
+
+/* Stopped, no call or region is entered, on any thread; those open go on and end
+ * as they would (their exits are still seen), so the tree stays balanced. */
+EXPORT NOTRACE void strata__stop(void)
+{
+    atomic_store_explicit(&ni.paused, 1, memory_order_relaxed);
+}
+
+EXPORT NOTRACE void strata__start(void)
+{
+    atomic_store_explicit(&ni.paused, 0, memory_order_relaxed);
+}
+
+EXPORT NOTRACE void strata__mark(const char *name)
+{
+    if (!entering() || !name)
+        return;
+    atomic_fetch_add_explicit(&ni.marks, 1, memory_order_relaxed);
+    st_rec_instant(st_rec_self(ni.rec), text_label(name));
+}
+
+/* The counter track named `name` (made at its first value), or UINT32_MAX. */
+NOTRACE static uint32_t counter_track(const char *name)
+{
+    uint32_t track = UINT32_MAX;
+    pthread_mutex_lock(&ni.lock);
+    for (uint32_t i = 0; i < ni.ncounters && track == UINT32_MAX; i++)
+        if (ni.counter[i].key == name || strncmp(ni.counter[i].name, name,
+                                                 sizeof ni.counter[i].name) == 0)
+            track = ni.counter[i].track;
+    if (track == UINT32_MAX && ni.ncounters < sizeof ni.counter / sizeof ni.counter[0]) {
+        uint32_t i = ni.ncounters;
+        snprintf(ni.counter[i].name, sizeof ni.counter[i].name, "%s", name);
+        ni.counter[i].key = name;
+        if (st_rec_add_track(ni.rec, ST_TRACK_COUNTER, ni.counter[i].name, ST_DOMAIN_HOST, 1, 0,
+                             &ni.counter[i].track) == 0) {
+            track = ni.counter[i].track;
+            ni.ncounters++;
+        }
+    }
+    pthread_mutex_unlock(&ni.lock);
+    return track;
+}
+
+EXPORT NOTRACE void strata__counter(const char *name, double value)
+{
+    if (!entering() || !name)
+        return;
+    atomic_fetch_add_explicit(&ni.counts, 1, memory_order_relaxed);
+    st_rec_thread_t *th = st_rec_self(ni.rec);
+    if (!th->tracing)
+        return;
+    uint32_t track = counter_track(name);
+    if (track != UINT32_MAX)
+        st_rec_counter(th, track, value);
+}
+
+void st_ninstr_api_events(uint64_t *marks, uint64_t *counts)
+{
+    *marks = atomic_load(&ni.marks);
+    *counts = atomic_load(&ni.counts);
 }
 
 /* A thread ends: named as the kernel knows it (pthread_setname_np). */

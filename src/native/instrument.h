@@ -53,6 +53,10 @@ void st_ninstr_free(const void *addr);
 /* 1 once anything was entered (a function, a region, a runtime's kernel). */
 int st_ninstr_entered(void);
 
+/* How many marks (strata_mark) and counter values (strata_counter) the program
+ * gave: shown on the timeline (trace mode) only. */
+void st_ninstr_api_events(uint64_t *marks, uint64_t *counts);
+
 /* On a thread the program just started (the preload library's trampoline). */
 void st_ninstr_thread_start(void);
 

@@ -126,6 +126,13 @@ static void finish(void)
                            "-finstrument-functions and opened no region (strata.h, OpenMP, "
                            "Kokkos); strata sample -- %s samples any program\n",
                     pl.session.target, pl.session.target);
+        uint64_t marks, counts;
+        st_ninstr_api_events(&marks, &counts);
+        if (notes && (marks || counts) && !pl.session.tracing)
+            fprintf(notes, "[strata] marks: %llu, counter values: %llu (strata_mark, "
+                           "strata_counter): they are drawn on the timeline, which --trace "
+                           "writes\n",
+                    (unsigned long long)marks, (unsigned long long)counts);
     }
     if (notes)
         fclose(notes);

@@ -6,6 +6,10 @@
 
 EXPORT void strata__push(const char *name);
 EXPORT void strata__pop(void);
+EXPORT void strata__mark(const char *name);
+EXPORT void strata__counter(const char *name, double value);
+EXPORT void strata__start(void);
+EXPORT void strata__stop(void);
 
 EXPORT void strata__push(const char *name)
 {
@@ -13,5 +17,24 @@ EXPORT void strata__push(const char *name)
 }
 
 EXPORT void strata__pop(void)
+{
+}
+
+EXPORT void strata__mark(const char *name)
+{
+    (void)name;
+}
+
+EXPORT void strata__counter(const char *name, double value)
+{
+    (void)name;
+    (void)value;
+}
+
+EXPORT void strata__start(void)
+{
+}
+
+EXPORT void strata__stop(void)
 {
 }

@@ -53,13 +53,14 @@ int st_chrome_write(FILE *f, const st_timeline_t *m, st_msg_t *msg)
         st_ev_reader_init(&r, th->events, 0);
         const st_ev_t *e;
         while ((e = st_ev_next(&r)) != NULL) {
-            if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END)
-                continue; /* the slices are the timeline's calls */
-            st_strbuf_printf(&b, ",\n{\"ph\": \"%c\", \"pid\": %ld, \"tid\": %llu, \"ts\": ",
-                             e->kind == ST_EV_BEGIN ? 'B' : 'E', m->pid,
+            if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END && e->kind != ST_EV_INSTANT)
+                continue; /* the slices are the timeline's calls; instants its marks */
+            st_strbuf_printf(&b, ",\n{\"ph\": \"%c\", %s\"pid\": %ld, \"tid\": %llu, \"ts\": ",
+                             e->kind == ST_EV_BEGIN ? 'B' : e->kind == ST_EV_END ? 'E' : 'i',
+                             e->kind == ST_EV_INSTANT ? "\"s\": \"t\", " : "", m->pid,
                              (unsigned long long)th->tid);
             put_ts(&b, st_timeline_ns(m, e->ticks), t0);
-            if (e->kind == ST_EV_BEGIN) {
+            if (e->kind != ST_EV_END) {
                 st_strbuf_puts(&b, ", \"name\": ");
                 if (st_intern_shared(m->labels, e->a)) {
                     st_strbuf_reset(&text);

@@ -53,6 +53,7 @@
 #define TE_DOUBLE_COUNTER 44
 #define TE_BEGIN 1
 #define TE_END 2
+#define TE_INSTANT 3
 #define TE_COUNTER 4
 /* StackSample (TracePacket field 135) and what it interns */
 #define PKT_STACK_SAMPLE 135
@@ -437,14 +438,16 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
     char seqbytes[10];
     size_t nseq = put_varint(seqbytes, seq);
     while ((e = st_ev_next(&r)) != NULL) {
-        if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END)
-            continue; /* the slices are the timeline's calls */
+        if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END && e->kind != ST_EV_INSTANT)
+            continue; /* the slices are the timeline's calls; instants its marks */
+        int named = e->kind != ST_EV_END;
+        int type = e->kind == ST_EV_BEGIN ? TE_BEGIN : e->kind == ST_EV_END ? TE_END : TE_INSTANT;
         for (; sm.next && sm.next->ticks <= e->ticks && !sm.error; next_sample(&sm, m), (*nsamples)++)
             write_sample(w, m, &sm, m->pid, th->tid, seq, &prev);
         uint64_t ns = st_timeline_ns(m, e->ticks);
         if (ns < prev)
             ns = prev; /* clock calibration never runs time backwards */
-        if (e->kind != ST_EV_BEGIN || e->a >= st_intern_count(m->labels) || interned[e->a]) {
+        if (!named || e->a >= st_intern_count(m->labels) || interned[e->a]) {
             /* The common case, encoded in place:
              * TracePacket{timestamp, seq id, flags, track_event{type[, name_iid]}} */
             char pkt[48], *p = pkt + 2;
@@ -458,8 +461,8 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
             *p++ = (char)((PKT_TRACK_EVENT << 3) | 2);
             char *len = p++;
             *p++ = (char)(TE_TYPE << 3);
-            *p++ = e->kind == ST_EV_BEGIN ? TE_BEGIN : TE_END;
-            if (e->kind == ST_EV_BEGIN) {
+            *p++ = (char)type;
+            if (named) {
                 *p++ = (char)(TE_NAME_IID << 3);
                 p += put_varint(p, (uint64_t)e->a + 1);
             }
@@ -477,8 +480,8 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         prev = ns;
         st_pb_uint(&w->pkt, PKT_SEQ_ID, seq);
         st_pb_uint(&w->pkt, PKT_SEQ_FLAGS, SEQ_NEEDS);
-        if (e->kind == ST_EV_BEGIN) {
-            st_pb_uint(te, TE_TYPE, TE_BEGIN);
+        if (named) {
+            st_pb_uint(te, TE_TYPE, (uint64_t)type);
             st_pb_uint(te, TE_NAME_IID, (uint64_t)e->a + 1);
             if (e->a < st_intern_count(m->labels) && !interned[e->a]) {
                 interned[e->a] = 1;

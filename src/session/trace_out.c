@@ -85,12 +85,77 @@ static int spill_failure(const st_session_t *s, uint64_t *lost)
     return err;
 }
 
+typedef struct {
+    uint64_t ns;
+    double v;
+} reading_t;
+
+static int by_time(const void *a, const void *b)
+{
+    const reading_t *x = a, *y = b;
+    return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+/* The recorder's counter tracks (a program's strata_counter) as timeline counters
+ * after the n already in `out`: every thread's readings of each, in time order.
+ * A track whose readings cannot be gathered (out of memory) is left out. */
+static void counter_tracks(const st_session_t *s, const st_timeline_t *m,
+                           st_timeline_counter_t *out, size_t *n)
+{
+    st_ev_reader_t *r = malloc(sizeof *r);
+    for (uint32_t k = 0; r && k < s->rec.ntracks; k++) {
+        const st_rec_track_t *tr = &s->rec.tracks[k];
+        if (tr->kind != ST_TRACK_COUNTER)
+            continue;
+        reading_t *rd = NULL;
+        size_t nr = 0, cap = 0;
+        int failed = 0;
+        for (uint32_t i = 0; i < s->rec.nthreads && !failed; i++) {
+            st_ev_reader_init(r, &s->rec.threads[i]->ev, 0);
+            const st_ev_t *e;
+            while ((e = st_ev_next(r)) != NULL) {
+                if (e->kind != ST_EV_COUNTER || e->a != k)
+                    continue;
+                if (nr == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    reading_t *more = realloc(rd, cap * sizeof *rd);
+                    if (!more) {
+                        failed = 1;
+                        break;
+                    }
+                    rd = more;
+                }
+                const st_ev_pair_t *p = (const st_ev_pair_t *)(e + 1);
+                rd[nr].ns = st_timeline_ns(m, e->ticks);
+                memcpy(&rd[nr].v, &p->u0, sizeof rd[nr].v);
+                nr++;
+            }
+        }
+        uint64_t *ns = failed || !nr ? NULL : malloc(nr * sizeof *ns);
+        double *vals = ns ? malloc(nr * sizeof *vals) : NULL;
+        if (vals) {
+            qsort(rd, nr, sizeof *rd, by_time);
+            for (size_t j = 0; j < nr; j++) {
+                ns[j] = rd[j].ns;
+                vals[j] = rd[j].v;
+            }
+            out[*n] = (st_timeline_counter_t){.name = tr->name, .units = "", .n = nr, .ns = ns,
+                                              .values = vals};
+            (*n)++;
+        } else {
+            free(ns);
+        }
+        free(rd);
+    }
+    free(r);
+}
+
 int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stats[4], st_msg_t *msg)
 {
     size_t nthreads = s->rec.nthreads;
     st_timeline_thread_t *threads = calloc(nthreads ? nthreads : 1, sizeof *threads);
-    st_timeline_counter_t *counters =
-        calloc(s->sampling && s->sampler.nmetrics ? (size_t)s->sampler.nmetrics : 1, sizeof *counters);
+    size_t ncap = (s->sampling ? (size_t)s->sampler.nmetrics : 0) + s->rec.ntracks + 1;
+    st_timeline_counter_t *counters = calloc(ncap, sizeof *counters);
     if (!threads || !counters) {
         free(threads);
         free(counters);
@@ -162,6 +227,7 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         .nattrs = sizeof keys / sizeof keys[0] - (spill_err ? 0 : 1),
     };
     st_clock_base(&m.base_ticks, &m.base_mono_ns, &m.base_boot_ns);
+    counter_tracks(s, &m, counters, &m.ncounters);
     st_perfetto_stats_t ps = {0, 0, 0, 0};
     int rc = 0;
     char name[64];
@@ -184,6 +250,10 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         for (size_t i = 0; i < nthreads; i++)
             stats[0] += st_evbuf_words(&s->rec.threads[i]->ev, 0);
     free(threads);
+    for (size_t k = ncounters; k < m.ncounters; k++) {
+        free((void *)counters[k].ns);
+        free((void *)counters[k].values);
+    }
     free(counters);
     st_strbuf_free(&command);
     return rc;

@@ -22,7 +22,13 @@ program regions
     call strata_push("fortran-region")
     do k = 1, 3
         x = x + heavy(200000 + k)
+        call strata_counter("x", x)
+        call strata_counter("k", k)
     end do
     call strata_pop()
+    call strata_mark("done")
+    call strata_stop()
+    x = x + heavy(10)       ! not profiled
+    call strata_start()
     if (x > 0) print '(A)', "fortran ok"
 end program
