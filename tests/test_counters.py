@@ -31,12 +31,12 @@ def perf_opens(event: str) -> bool:
 
 
 def papi_counts(event: str) -> bool:
-    """Whether PAPI is installed and counts `event` on this machine."""
+    """Whether PAPI is installed and counts `event` here, as `strata avail -H` says
+    (PAPI in a root without /sys counts none of perf's events)."""
     if not ctypes.util.find_library("papi"):
         return False
     out = subprocess.run([STRATA, "avail", "-H"], capture_output=True, text=True).stdout
-    return "PAPI is not installed" not in out and "without PAPI" not in out and (
-        event.startswith("perf::") or f"  {event} " in out)
+    return f"  {event} " in out
 
 
 @pytest.fixture(scope="module")
@@ -189,8 +189,8 @@ def test_sample_refuses_counters(runner, faults):
 
 def test_papi(runner, faults):
     if not papi_counts("perf::PAGE-FAULTS"):
-        pytest.skip("PAPI is not installed or strata was built without it "
-                    "(apt-get install libpapi-dev)")
+        pytest.skip("PAPI does not count perf::PAGE-FAULTS here (strata avail -H says why: "
+                    "not installed, strata built without libpapi-dev, or no perf events)")
     r = runner.run([STRATA, "run", "--components", "wall_clock,papi:perf::PAGE-FAULTS",
                     "-o", runner.dir / "res", "--", faults, "thread"])
     assert r.returncode == 0, r.describe()

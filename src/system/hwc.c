@@ -469,10 +469,21 @@ void st_hwc_avail(st_strbuf_t *out)
         } while (papi.enum_event(&code, PAPI_PRESET_ENUM_AVAIL) == PAPI_OK);
     }
     if (!shown)
-        st_strbuf_puts(out, "  no PAPI preset counts here (no hardware PMU);");
-    else
-        st_strbuf_puts(out, "  and PAPI's native events");
-    st_strbuf_puts(out, " native events such as perf::PAGE-FAULTS and\n"
-                        "  perf::TASK-CLOCK count (papi_native_avail lists them)\n");
+        st_strbuf_puts(out, "  no PAPI preset counts here (no hardware PMU)\n");
+    /* native events: PAPI names perf's software events too */
+    static const char *const natives[] = {"perf::PAGE-FAULTS", "perf::TASK-CLOCK",
+                                          "perf::CONTEXT-SWITCHES"};
+    int nnative = 0;
+    for (size_t i = 0; i < sizeof natives / sizeof natives[0]; i++) {
+        int bad, es = papi_open(&natives[i], 1, &why, &bad);
+        if (es < 0)
+            continue;
+        papi_close(es);
+        st_strbuf_printf(out, "  %-28s a native event (papi_native_avail lists them all)\n",
+                         natives[i]);
+        nnative++;
+    }
+    if (!nnative)
+        st_strbuf_puts(out, "  PAPI counts none of perf's software events here (perf::PAGE-FAULTS)\n");
 #endif
 }
