@@ -72,7 +72,7 @@ static int check_dynamic(const char *path, const char *prog, char *why, size_t s
     if (!f)
         return 0; /* execvp says why */
     Elf64_Ehdr eh;
-    int is_static = 0;
+    int is_static = 0, is_library = 0;
     if (fread(&eh, sizeof eh, 1, f) == 1 && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
         eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
         is_static = 1;
@@ -86,9 +86,14 @@ static int check_dynamic(const char *path, const char *prog, char *why, size_t s
         }
     }
     fclose(f);
-    if (is_static)
-        snprintf(why, size, "'%s' is statically linked: strata sample needs a program that "
-                            "loads shared libraries (its preload library is one)", prog);
+    /* no interpreter and no entry point: a shared library, not a program */
+    is_library = is_static && eh.e_type == ET_DYN && eh.e_entry == 0;
+    if (is_library)
+        snprintf(why, size, "'%s' is a shared library, not a program: run the program that "
+                            "loads it", prog);
+    else if (is_static)
+        snprintf(why, size, "'%s' is statically linked: strata needs a program that loads "
+                            "shared libraries (its preload library is one)", prog);
     return is_static ? -1 : 0;
 }
 

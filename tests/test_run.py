@@ -96,6 +96,61 @@ def wall(prof: dict, thread: int, path: tuple) -> float:
     return -1.0
 
 
+@pytest.mark.parametrize("cc, flags", [
+    ("gcc", ["-O0", "-fno-omit-frame-pointer", "-finstrument-functions"]),
+    ("gcc", ["-O2", "-fomit-frame-pointer", "-finstrument-functions"]),
+    ("clang", ["-O0", "-finstrument-functions"]),
+    ("clang", ["-O2", "-fomit-frame-pointer", "-finstrument-functions"]),
+    ("clang", ["-O2", "-finstrument-functions-after-inlining"]),
+])
+def test_compilers_and_levels(runner, tmp_path, cc, flags):
+    """Every function's calls, whatever the compiler, the level and the frame
+    pointers: GCC and Clang's -finstrument-functions count inlined calls too (fib(20)
+    is 21891 calls at -O0 and -O2); Clang's -finstrument-functions-after-inlining
+    counts the calls left after inlining (fewer), in the same tree."""
+    path = shutil.which(cc)
+    if not path:
+        pytest.skip(f"{cc} is not installed")
+    exe = tmp_path / "calls"
+    subprocess.run([path, *flags, "-g", f"-I{REPO / 'include'}", str(SRC / "calls.c"), "-o",
+                    str(exe), "-lpthread"], check=True)
+    res = run(runner, "-o", runner.dir / "res", "--", exe)
+    assert res.returncode == 0 and res.stdout == "6765 610\n", res.describe()
+    prof = load_profile(runner.dir / "res")
+    names = {th["name"]: th["index"] for th in prof["threads"]}
+    main = next(i for n, i in names.items() if n != "worker")
+    fib_main, fib_worker = counts(prof, main)["fib"], counts(prof, names["worker"])["fib"]
+    if "-finstrument-functions-after-inlining" in flags:
+        assert 0 < fib_main < 21891 and 0 < fib_worker < 1973, (fib_main, fib_worker)
+    else:
+        assert (fib_main, fib_worker) == (21891, 1973)
+    assert ("main", "compute", "fib") in paths(prof, main)
+    assert ("worker", "worker-region", "fib") in paths(prof, names["worker"])
+
+
+@pytest.mark.parametrize("cxx", ["g++", "clang++"])
+def test_cxx_every_function(runner, tmp_path, cxx):
+    """A C++ program at -O2: its methods by their demangled names, known counts,
+    and the hot function (the stencil's row) with the most time of its own."""
+    path = shutil.which(cxx)
+    if not path:
+        pytest.skip(f"{cxx} is not installed")
+    exe = tmp_path / "stencil"
+    subprocess.run([path, "-O2", "-g", "-finstrument-functions", str(SRC / "stencil.cc"), "-o",
+                    str(exe)], check=True)
+    res = run(runner, "-o", runner.dir / "res", "--", exe)
+    assert res.returncode == 0 and res.stdout == "1\n", res.describe()
+    prof = load_profile(runner.dir / "res")
+    c = counts(prof, 0)
+    assert c["sim::Grid::step()"] == 20 and c["sim::Grid::row(int)"] == 4000, c
+    assert c["sim::Grid::Grid(int)"] == 1 and c["sim::Grid::~Grid()"] == 1, c
+    own = {}
+    for n in prof["threads"][0]["nodes"]:
+        own[n["label"]] = own.get(n["label"], 0) + n["metrics"]["wall_clock"]["self"]
+    assert max(own, key=own.get) == "sim::Grid::row(int)", own
+    assert ("main", "sim::Grid::step()", "sim::Grid::row(int)") in paths(prof, 0)
+
+
 def test_stop_start_marks_counters(runner, built):
     """strata_stop()/strata_start(): nothing entered in between (a region open
     across them ends as it would, one pushed while stopped closes nothing on its
@@ -125,6 +180,29 @@ def test_stop_start_marks_counters(runner, built):
     # without strata: the header's calls do nothing
     plain = runner.run([built["api"]])
     assert plain.returncode == 0 and plain.stdout == "done\n", plain.describe()
+
+
+def test_separate_debug_file(runner, tmp_path):
+    """A program whose DWARF is in a separate file (objcopy --only-keep-debug, then
+    --add-gnu-debuglink, as distributions ship -dbgsym files) is named with its
+    source file, found locally (strata never asks a debuginfod server)."""
+    objcopy = shutil.which("objcopy")
+    if not objcopy:
+        pytest.skip("objcopy (binutils) is not installed")
+    exe = tmp_path / "calls"
+    subprocess.run([c_compiler(), "-O1", "-g", "-finstrument-functions",
+                    f"-I{REPO / 'include'}", str(SRC / "calls.c"), "-o", str(exe), "-lpthread"],
+                   check=True)
+    debug = tmp_path / "calls.debug"
+    for args in (["--only-keep-debug", str(exe), str(debug)], ["--strip-debug", str(exe)],
+                 [f"--add-gnu-debuglink={debug}", str(exe)]):
+        subprocess.run([objcopy, *args], check=True, cwd=tmp_path)
+    res = run(runner, "-o", runner.dir / "res", "--", exe)
+    assert res.returncode == 0, res.describe()
+    prof = load_profile(runner.dir / "res")
+    fib = next(f for f in prof["functions"] if f.get("qualname", f.get("name")) == "fib"
+               or f.get("name") == "fib")
+    assert fib["file"].endswith("calls.c"), fib
 
 
 def test_lock_waits(runner, built):
@@ -235,10 +313,23 @@ def test_with_stack_samples(runner, built):
 ])
 def test_mistakes(runner, args, message):
     res = run(runner, *args)
+    check_mistake(res, runner, message)
+
+
+def check_mistake(res, runner, message):
     assert res.returncode == 2 and res.stdout == "", res.describe()
     lines = res.stderr.splitlines()
     assert len(lines) == 1 and message in lines[0], res.stderr
     assert not list(runner.dir.glob("strata-*-output"))
+
+
+def test_files_that_are_not_programs(runner, built):
+    """A file that is not executable, and a shared library (executable bit and all)
+    given as the program: one line each, exit 2, nothing run."""
+    data = runner.write("data.txt", "not a program\n")
+    check_mistake(run(runner, "--", data), runner, "not an executable file")
+    res = run(runner, "--", built["dso"])
+    check_mistake(res, runner, "is a shared library, not a program")
 
 
 def test_fork_exec_dlopen(runner, built):

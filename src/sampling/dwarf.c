@@ -2,8 +2,12 @@
 #include "sampling/dwarf.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef STRATA_HAVE_LIBDW
 
@@ -18,7 +22,7 @@
     X(dwfl_begin) X(dwfl_end) X(dwfl_report_begin) X(dwfl_report_elf) X(dwfl_report_end) \
     X(dwfl_module_build_id) X(dwfl_module_addrdie) X(dwfl_module_addrname)           \
     X(dwfl_module_getsrc) X(dwfl_lineinfo) X(dwfl_build_id_find_elf)                 \
-    X(dwfl_standard_find_debuginfo) X(dwfl_offline_section_address) X(dwarf_getscopes) X(dwarf_getscopes_die) \
+    X(dwfl_offline_section_address) X(dwarf_getscopes) X(dwarf_getscopes_die) \
     X(dwarf_tag) X(dwarf_diename) X(dwarf_attr) X(dwarf_attr_integrate)              \
     X(dwarf_formstring) X(dwarf_formudata) X(dwarf_getsrcfiles) X(dwarf_filesrc)     \
     X(dwfl_module_nextcu) X(dwarf_haspc) X(dwarf_getsrc_die) X(dwarf_linesrc)          \
@@ -32,6 +36,63 @@ static struct {
 static void *dw_lib;
 static Dwfl_Callbacks dw_callbacks;
 static char *dw_debuginfo_path;
+
+/* Opens a separate debug file candidate: its descriptor (and its name, for libdw),
+ * or -1. */
+static int open_debug(const char *path, const char *self, char **name)
+{
+    if (self && strcmp(path, self) == 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && !(*name = strdup(path))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* libdw's find_debuginfo, local only: a module's separate debug file by its
+ * build-id (/usr/lib/debug/.build-id/ab/cdef.debug, as Debian's -dbgsym packages
+ * install them) or its .gnu_debuglink (beside it, in .debug/ there, or under
+ * /usr/lib/debug). Never a debuginfod server: dwfl_standard_find_debuginfo loads
+ * libdebuginfod, and with it curl and TLS (7 ms at the end of every run that names
+ * a function without DWARF), and queries the network where DEBUGINFOD_URLS is set
+ * (a compute node without one would wait). */
+static int find_debuginfo_local(Dwfl_Module *mod, void **userdata, const char *modname,
+                                Dwarf_Addr base, const char *file_name,
+                                const char *debuglink_file, GElf_Word debuglink_crc,
+                                char **debuginfo_file_name)
+{
+    (void)userdata, (void)modname, (void)base, (void)debuglink_crc;
+    char path[PATH_MAX];
+    const unsigned char *bits;
+    GElf_Addr at;
+    int len = dw.dwfl_module_build_id(mod, &bits, &at), fd;
+    if (len > 1 && len < 64) {
+        int n = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", bits[0]);
+        for (int i = 1; i < len; i++)
+            n += snprintf(path + n, sizeof path - (size_t)n, "%02x", bits[i]);
+        snprintf(path + n, sizeof path - (size_t)n, ".debug");
+        if ((fd = open_debug(path, file_name, debuginfo_file_name)) >= 0)
+            return fd;
+    }
+    if (!debuglink_file || !file_name || strchr(debuglink_file, '/'))
+        return -1;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", file_name);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    static const char *const where[] = {"%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s"};
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+        if (snprintf(path, sizeof path, where[i], dir, debuglink_file) >= (int)sizeof path)
+            continue;
+        if ((fd = open_debug(path, file_name, debuginfo_file_name)) >= 0)
+            return fd;
+    }
+    return -1;
+}
 
 int st_dw_load(st_msg_t *msg)
 {
@@ -59,7 +120,7 @@ int st_dw_load(st_msg_t *msg)
         return st_msg_set(msg, ST_EINVAL, "libdw is not loaded: libelf refused EV_CURRENT");
     }
     dw_callbacks.find_elf = dw.dwfl_build_id_find_elf;
-    dw_callbacks.find_debuginfo = dw.dwfl_standard_find_debuginfo;
+    dw_callbacks.find_debuginfo = find_debuginfo_local;
     dw_callbacks.section_address = dw.dwfl_offline_section_address;
     dw_callbacks.debuginfo_path = &dw_debuginfo_path;
     dw_lib = h;
