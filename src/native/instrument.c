@@ -211,6 +211,22 @@ void st_ninstr_free(const void *addr)
         st_rec_free_addr(st_rec_self(ni.rec), (uint64_t)(uintptr_t)addr);
 }
 
+/* A thread's last region names: the name's address, its label and the label's
+ * text (interned strings never move), checked against the name's text at every
+ * push, inline (a region name is short; strcmp's call costs more than it). */
+#define RCACHE 64
+static __thread struct {
+    const char *name, *text;
+    uint32_t label;
+} rcache[RCACHE] __attribute__((tls_model("initial-exec")));
+
+NOTRACE static inline int same_text(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
 EXPORT NOTRACE void strata__push(const char *name)
 {
     if (!atomic_load_explicit(&ni.on, memory_order_relaxed) || !name)
@@ -219,12 +235,23 @@ EXPORT NOTRACE void strata__push(const char *name)
         pushes_paused++; /* its pop closes nothing */
         return;
     }
-    /* cached by the name's address, checked against its text: a buffer whose
-     * text changed names another region (not cached) */
-    uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)name, NULL);
-    uint32_t label = id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)name, 1);
-    if (label == SKIP || strcmp(st_intern_str(&ni.s->labels, label), name) != 0)
-        label = text_label(name);
+    uintptr_t h = ((uintptr_t)name >> 3) & (RCACHE - 1);
+    uint32_t label;
+    if (__builtin_expect(rcache[h].name == name, 1) && same_text(rcache[h].text, name)) {
+        label = rcache[h].label;
+    } else {
+        /* cached by the name's address, checked against its text: a buffer whose
+         * text changed names another region */
+        uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)name, NULL);
+        label = id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)name, 1);
+        if (label == SKIP || strcmp(st_intern_str(&ni.s->labels, label), name) != 0)
+            label = text_label(name);
+        if (label != ST_PATH_NONE) {
+            rcache[h].name = name;
+            rcache[h].text = st_intern_str(&ni.s->labels, label);
+            rcache[h].label = label;
+        }
+    }
     st_rec_enter(st_rec_self(ni.rec), label, name);
 }
 
