@@ -23,7 +23,7 @@ def built(tmp_path_factory):
     cc = c_compiler()
     out = tmp_path_factory.mktemp("run")
     progs = {}
-    for name in ("calls", "locks", "api"):
+    for name in ("calls", "locks", "api", "late"):
         progs[name] = out / name
         subprocess.run([cc, "-O1", "-g", "-finstrument-functions", f"-I{REPO / 'include'}",
                         str(SRC / f"{name}.c"), "-o", str(progs[name]), "-lpthread"], check=True)
@@ -205,6 +205,21 @@ def test_separate_debug_file(runner, tmp_path):
     assert fib["file"].endswith("calls.c"), fib
 
 
+def test_threads_made_before_the_start(runner, built):
+    """A thread made by a constructor before main and one made while recording is
+    stopped: each records from strata_start() on, in a tree of its own (fib(12)
+    once each: 465 calls), and nothing of what ran stopped."""
+    res = run(runner, "-o", runner.dir / "res", "--", built["late"])
+    assert res.returncode == 0 and res.stdout == "144 144\n", res.describe()
+    prof = load_profile(runner.dir / "res")
+    names = {th["name"]: th["index"] for th in prof["threads"]}
+    assert {"early", "late"} <= set(names), names
+    for name in ("early", "late"):
+        assert counts(prof, names[name]).get("fib") == 465, (name, counts(prof, names[name]))
+    main = [i for n, i in names.items() if n not in ("early", "late")]
+    assert all(counts(prof, i).get("fib", 0) == 0 for i in main), prof["threads"]
+
+
 def test_lock_waits(runner, built):
     """A mutex another thread holds: the wait is a call of its own under the
     function that waited, about 180 ms; 100000 uncontended locks add no node; a
@@ -362,7 +377,8 @@ def test_help(runner):
         assert flag in res.stdout
 
 
-def test_fortran_module(runner, built, venv_python, tmp_path):
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_fortran_module(runner, built, venv_python, tmp_path, opt):
     """`use strata` in Fortran, linked with -lstrata (the stubs): the program runs
     as before without strata, and under strata run its region holds the kernel."""
     fc = shutil.which("gfortran")
@@ -374,7 +390,7 @@ def test_fortran_module(runner, built, venv_python, tmp_path):
     if not lib or not (lib / "libstrata.so").exists():
         pytest.skip(f"libstrata.so is not installed in {pkg!r}")
     exe = tmp_path / "regions"
-    subprocess.run([fc, "-O1", "-g", "-finstrument-functions", f"-J{tmp_path}",
+    subprocess.run([fc, opt, "-g", "-finstrument-functions", f"-J{tmp_path}",
                     str(lib / "include" / "strata.f90"), str(SRC / "regions.f90"), "-o", str(exe),
                     f"-L{lib}", "-lstrata", f"-Wl,-rpath,{lib}"], check=True)
     plain = runner.run([exe])
