@@ -97,6 +97,72 @@ static int check_dynamic(const char *path, const char *prog, char *why, size_t s
     return is_static ? -1 : 0;
 }
 
+/* 1 when the ELF program at `path` needs a library whose name starts with one of
+ * `names` (its DT_NEEDED entries), else 0 (not ELF, unreadable: 0). */
+static int needs_library(const char *path, const char *const *names)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[64];
+    int found = 0, nph = 0;
+    if (fread(&eh, sizeof eh, 1, f) != 1 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+        fseek(f, (long)eh.e_phoff, SEEK_SET) != 0)
+        goto out;
+    nph = eh.e_phnum < 64 ? eh.e_phnum : 64;
+    if (fread(ph, sizeof ph[0], (size_t)nph, f) != (size_t)nph)
+        goto out;
+    /* a virtual address's offset in the file, through the loaded segments */
+#define FILE_OFF(va, off)                                                                      for (int k = 0; k < nph; k++)                                                                  if (ph[k].p_type == PT_LOAD && (va) >= ph[k].p_vaddr &&                                        (va) < ph[k].p_vaddr + ph[k].p_filesz)                                                     off = (long)((va) - ph[k].p_vaddr + ph[k].p_offset);
+    for (int i = 0; i < nph && !found; i++) {
+        if (ph[i].p_type != PT_DYNAMIC)
+            continue;
+        size_t n = ph[i].p_filesz / sizeof(Elf64_Dyn);
+        Elf64_Dyn dyn[512];
+        if (n > 512)
+            n = 512;
+        if (fseek(f, (long)ph[i].p_offset, SEEK_SET) != 0 || fread(dyn, sizeof dyn[0], n, f) != n)
+            break;
+        long strtab = -1;
+        for (size_t d = 0; d < n && dyn[d].d_tag != DT_NULL; d++)
+            if (dyn[d].d_tag == DT_STRTAB)
+                FILE_OFF(dyn[d].d_un.d_ptr, strtab)
+        for (size_t d = 0; strtab >= 0 && d < n && dyn[d].d_tag != DT_NULL && !found; d++) {
+            char name[64] = "";
+            if (dyn[d].d_tag != DT_NEEDED || fseek(f, strtab + (long)dyn[d].d_un.d_val, SEEK_SET) != 0 ||
+                !fgets(name, sizeof name, f))
+                continue;
+            for (const char *const *w = names; *w && !found; w++)
+                found = strncmp(name, *w, strlen(*w)) == 0;
+        }
+    }
+#undef FILE_OFF
+out:
+    fclose(f);
+    return found;
+}
+
+/* The MPI implementation the program runs with: its launcher's variables (Open
+ * MPI's mpirun, MPICH's Hydra), else the MPI library the program needs; NULL for
+ * none. */
+static const char *mpi_flavour(const char *path)
+{
+    if (getenv("OMPI_COMM_WORLD_SIZE"))
+        return "openmpi";
+    if (getenv("PMI_SIZE") || getenv("HYDRA_CONTROL_FD") || getenv("PMI_FD"))
+        return "mpich";
+    static const char *const openmpi[] = {"libmpi.so.40", "libmpi_mpifh.so.40", NULL};
+    static const char *const mpich[] = {"libmpi.so.12", "libmpich.so.12", "libmpifort.so.12",
+                                        NULL};
+    if (needs_library(path, openmpi))
+        return "openmpi";
+    if (needs_library(path, mpich))
+        return "mpich";
+    return NULL;
+}
+
 /* 0 when `prog` names an executable file (a path, or a name found in PATH) that
  * is not statically linked; its path goes to `path` (PATH_MAX bytes). */
 static int check_program(const char *prog, char *path, char *why, size_t size)
@@ -238,6 +304,19 @@ static int launch(int run, int argc, char **argv)
     if (old && *old)
         st_strbuf_printf(&pre, "%s ", old);
     st_strbuf_puts(&pre, lib);
+    /* strata run of an MPI program: the wrappers of its implementation, after */
+    const char *mpi = run ? mpi_flavour(path) : NULL;
+    char mpilib[PATH_MAX];
+    if (mpi) {
+        snprintf(mpilib, sizeof mpilib, "%s", lib);
+        char *slash = strrchr(mpilib, '/');
+        size_t at = slash ? (size_t)(slash + 1 - mpilib) : 0;
+        snprintf(mpilib + at, sizeof mpilib - at, "libstrata-mpi-%s.so", mpi);
+        if (access(mpilib, R_OK) == 0)
+            st_strbuf_printf(&pre, " %s", mpilib);
+        else
+            mpi = NULL; /* strata was built without that MPI's headers */
+    }
     char pid[32];
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     if (pre.failed || export_flags(&args.settings) < 0 || setenv("LD_PRELOAD", st_strbuf_cstr(&pre), 1) < 0 ||
@@ -245,7 +324,8 @@ static int launch(int run, int argc, char **argv)
         (!run && setenv("STRATA_USE_SAMPLING", "ON", 1) < 0) ||
         setenv("_STRATA_MODE", run ? "run" : "sample", 1) < 0 ||
         setenv("_STRATA_SAMPLE", pid, 1) < 0 || setenv("_STRATA_SAMPLE_TARGET", target, 1) < 0 ||
-        setenv("_STRATA_SAMPLE_SHOWN", shown, 1) < 0) {
+        setenv("_STRATA_SAMPLE_SHOWN", shown, 1) < 0 ||
+        (mpi ? setenv("_STRATA_MPI", mpi, 1) : unsetenv("_STRATA_MPI")) < 0) {
         st_strbuf_free(&pre);
         st_args_free(&args);
         return die("out of memory");

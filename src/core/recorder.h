@@ -248,6 +248,18 @@ void st_rec_thread_name(st_rec_thread_t *th, const char *name);
  * callers as st_rec_thread_name. */
 void st_rec_thread_name_kernel(st_rec_thread_t *th);
 
+/* Adds `v` to the count or bytes cell of metric `metric` of the innermost open
+ * call's path (nothing when none is open or it was not recorded): what a call
+ * carries besides its time (the bytes of an MPI call). Owner thread. */
+static inline void st_rec_add_top(st_rec_thread_t *th, uint32_t metric, uint64_t v)
+{
+    uint32_t node = th->depth ? th->stack[th->depth - 1].node : ST_PATH_NONE;
+    if (node == ST_PATH_NONE || metric >= th->paths.cols.ncols)
+        return;
+    uint64_t *cell = &st_mcols_u64(&th->paths.cols, metric)[node];
+    *cell = v > ST_COUNT_MAX - *cell ? ST_COUNT_MAX : *cell + v;
+}
+
 /* Slow halves of enter: grow the stack. */
 int st_rec_grow_stack(st_rec_thread_t *th);
 

@@ -11,6 +11,7 @@
 #include "sampling/addrtab.h"
 #include "sampling/modules.h"
 #include "sampling/symbols.h"
+#include "native/mpi.h"
 #include "session/session.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -227,6 +228,26 @@ NOTRACE static inline int same_text(const char *a, const char *b)
     return *a == *b;
 }
 
+/* The label of a region's or an MPI call's name. */
+NOTRACE static inline uint32_t name_label(const char *name)
+{
+    uintptr_t h = ((uintptr_t)name >> 3) & (RCACHE - 1);
+    if (__builtin_expect(rcache[h].name == name, 1) && same_text(rcache[h].text, name))
+        return rcache[h].label;
+    /* cached by the name's address, checked against its text: a buffer whose text
+     * changed names another region */
+    uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)name, NULL);
+    uint32_t label = id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)name, 1);
+    if (label == SKIP || strcmp(st_intern_str(&ni.s->labels, label), name) != 0)
+        label = text_label(name);
+    if (label != ST_PATH_NONE) {
+        rcache[h].name = name;
+        rcache[h].text = st_intern_str(&ni.s->labels, label);
+        rcache[h].label = label;
+    }
+    return label;
+}
+
 EXPORT NOTRACE void strata__push(const char *name)
 {
     if (!atomic_load_explicit(&ni.on, memory_order_relaxed) || !name)
@@ -235,24 +256,41 @@ EXPORT NOTRACE void strata__push(const char *name)
         pushes_paused++; /* its pop closes nothing */
         return;
     }
-    uintptr_t h = ((uintptr_t)name >> 3) & (RCACHE - 1);
-    uint32_t label;
-    if (__builtin_expect(rcache[h].name == name, 1) && same_text(rcache[h].text, name)) {
-        label = rcache[h].label;
-    } else {
-        /* cached by the name's address, checked against its text: a buffer whose
-         * text changed names another region */
-        uint32_t id = st_addrtab_id(&ni.fns, (uintptr_t)name, NULL);
-        label = id == ST_ADDRTAB_NONE ? SKIP : label_of(id, (uintptr_t)name, 1);
-        if (label == SKIP || strcmp(st_intern_str(&ni.s->labels, label), name) != 0)
-            label = text_label(name);
-        if (label != ST_PATH_NONE) {
-            rcache[h].name = name;
-            rcache[h].text = st_intern_str(&ni.s->labels, label);
-            rcache[h].label = label;
-        }
-    }
-    st_rec_enter(st_rec_self(ni.rec), label, name);
+    st_rec_enter(st_rec_self(ni.rec), name_label(name), name);
+}
+
+/* MPI calls (mpi.h): a call of its own under the caller, keyed by its name, with
+ * its bytes in the mpi_bytes metric. */
+static uint32_t mpi_bytes = ST_METRIC_NONE;
+
+void st_ninstr_mpi_metric(uint32_t metric)
+{
+    mpi_bytes = metric;
+}
+
+EXPORT NOTRACE int strata__mpi_enter(const char *name, uint64_t bytes)
+{
+    if (!entering() || !name)
+        return 0;
+    atomic_store_explicit(&ni.entered, 1, memory_order_relaxed);
+    st_rec_thread_t *th = st_rec_self(ni.rec);
+    st_rec_enter(th, name_label(name), name);
+    if (bytes && mpi_bytes != ST_METRIC_NONE)
+        st_rec_add_top(th, mpi_bytes, bytes);
+    in_wait++; /* the implementation's own lock waits are the call's time */
+    return 1;
+}
+
+EXPORT NOTRACE void strata__mpi_exit(const char *name)
+{
+    in_wait--;
+    st_ninstr_exit_key(name);
+}
+
+EXPORT NOTRACE void strata__mpi_rank(int rank, int size)
+{
+    if (atomic_load(&ni.on) && rank >= 0 && size > 1)
+        st_session_set_rank(ni.s, (uint32_t)rank);
 }
 
 EXPORT NOTRACE void strata__pop(void)

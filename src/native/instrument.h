@@ -57,6 +57,10 @@ int st_ninstr_entered(void);
  * gave: shown on the timeline (trace mode) only. */
 void st_ninstr_api_events(uint64_t *marks, uint64_t *counts);
 
+/* The metric that MPI calls' bytes go to (registered by the preload library when
+ * the MPI wrappers are loaded: mpi.h). */
+void st_ninstr_mpi_metric(uint32_t metric);
+
 /* On a thread the program just started (the preload library's trampoline). */
 void st_ninstr_thread_start(void);
 

@@ -259,6 +259,12 @@ __attribute__((constructor)) static void preload_start(void)
     st_settings_free(&set);
     if (rc < 0)
         fail(msg.text);
+    /* strata run with the MPI wrappers preloaded (native/mpi.h): their bytes */
+    const char *mpi = getenv("_STRATA_MPI");
+    if (run && mpi && *mpi &&
+        st_rec_add_metric(&pl.session.rec, "mpi_bytes", "bytes", "bytes passed to MPI calls",
+                          ST_METRIC_BYTES, &pl.session.mpi_bytes) == 0)
+        st_ninstr_mpi_metric(pl.session.mpi_bytes);
     const char *shown = getenv("_STRATA_SAMPLE_SHOWN");
     if (shown && *shown)
         snprintf(pl.session.outdir_shown, sizeof pl.session.outdir_shown, "%s", shown);

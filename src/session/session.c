@@ -159,6 +159,7 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
         st_session_add_collector(s, &sampler_collector);
     if (s->tracing)
         st_session_add_collector(s, &st_session_timeline_collector);
+    s->mpi_bytes = ST_METRIC_NONE;
     s->start_ns = st_clock_realtime_ns();
     return 0;
 }
@@ -326,6 +327,20 @@ void st_session_unmark(st_session_t *s)
         unlink(path);
 }
 
+void st_session_set_rank(st_session_t *s, uint32_t rank)
+{
+    if (s->has_rank && s->rank == rank)
+        return;
+    st_session_unmark(s);
+    s->has_rank = 1;
+    s->rank = rank;
+    char note[PATH_MAX];
+    incomplete_path(s, note, sizeof note);
+    st_msg_t why;
+    if (*note)
+        st_fs_write_atomic(note, incomplete_note, sizeof incomplete_note - 1, &why);
+}
+
 int st_session_outdir(const st_settings_t *set, const char *target, int has_rank,
                       char abs[PATH_MAX], char shown[PATH_MAX], st_msg_t *msg)
 {
@@ -450,6 +465,18 @@ static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     st_table_write(out, m, (st_component_t)(arg & 255), arg >> 8);
 }
+/* The metrics with a table of their own besides the components: the counters,
+ * then MPI's bytes when MPI calls were wrapped. Returns how many. */
+static uint32_t extra_tables(const st_session_t *s, uint32_t *ids)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->hwc.n; i++)
+        ids[n++] = s->hwc.rc.metric[i];
+    if (s->mpi_bytes != ST_METRIC_NONE)
+        ids[n++] = s->mpi_bytes;
+    return n;
+}
+
 /* arg: the metric's id (samples, a counter) */
 static void render_metric(st_strbuf_t *out, const st_model_t *m, int arg)
 {
@@ -755,16 +782,18 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         samples_ok = rc == 0;
         failed(&fail, rc, &one);
     }
-    /* a table for each counter (perf:, papi:): its events, self and total a row */
-    char counter_names[ST_REC_MAX_COUNTERS][96];
-    int counter_ok[ST_REC_MAX_COUNTERS] = {0};
-    for (uint32_t i = 0; i < s->hwc.n && profile && text; i++) {
+    /* a table for each counter (perf:, papi:) and for MPI's bytes: self and total a
+     * row */
+    uint32_t extra[ST_REC_MAX_COUNTERS + 1];
+    uint32_t nextra = extra_tables(s, extra);
+    char extra_names[ST_REC_MAX_COUNTERS + 1][96];
+    int extra_ok[ST_REC_MAX_COUNTERS + 1] = {0};
+    for (uint32_t i = 0; i < nextra && profile && text; i++) {
         char base[64];
-        st_metric_file_base(s->hwc.ev[i].metric, base, sizeof base);
-        st_session_file_name(s, base, ".txt", counter_names[i], sizeof counter_names[i]);
-        rc = stream_file(s->outdir, counter_names[i], render_metric, &m, (int)s->hwc.rc.metric[i],
-                         &one);
-        counter_ok[i] = rc == 0;
+        st_metric_file_base(st_metrics_get(&s->rec.metrics, extra[i])->name, base, sizeof base);
+        st_session_file_name(s, base, ".txt", extra_names[i], sizeof extra_names[i]);
+        rc = stream_file(s->outdir, extra_names[i], render_metric, &m, (int)extra[i], &one);
+        extra_ok[i] = rc == 0;
         failed(&fail, rc, &one);
     }
     if (formats & (1u << ST_FMT_JSON)) {
@@ -800,9 +829,9 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                                              c | precision << 8);
                 bytes = one_size > SIZE_MAX - bytes - 1 ? SIZE_MAX : bytes + one_size + 1;
             }
-        for (uint32_t i = 0; i < s->hwc.n && profile && text; i++) {
-            size_t one_size = table_size(s->outdir, counter_names[i], counter_ok[i], render_metric,
-                                         &m, (int)s->hwc.rc.metric[i]);
+        for (uint32_t i = 0; i < nextra && profile && text; i++) {
+            size_t one_size = table_size(s->outdir, extra_names[i], extra_ok[i], render_metric,
+                                         &m, (int)extra[i]);
             bytes = one_size > SIZE_MAX - bytes - 1 ? SIZE_MAX : bytes + one_size + 1;
         }
         if (bytes > ST_SUMMARY_TABLE_BYTES) {
@@ -821,13 +850,13 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                 else
                     render_to(tables, render_table, &m, c | precision << 8);
             }
-            for (uint32_t i = 0; i < s->hwc.n && profile && text; i++) {
-                int id = (int)s->hwc.rc.metric[i];
+            for (uint32_t i = 0; i < nextra && profile && text; i++) {
+                int id = (int)extra[i];
                 if (!first)
                     fputc('\n', tables);
                 first = 0;
-                if (counter_ok[i])
-                    copy_file(tables, s->outdir, counter_names[i], render_metric, &m, id);
+                if (extra_ok[i])
+                    copy_file(tables, s->outdir, extra_names[i], render_metric, &m, id);
                 else
                     render_to(tables, render_metric, &m, id);
             }

@@ -63,6 +63,7 @@ typedef struct st_session {
     uint64_t trace_stats[4]; /* what writing the timeline gave (st_session_write_timeline) */
     double trace_write_s;    /* and how long it took */
     st_hwc_t hwc;            /* the counters read at every call (perf:, papi:) */
+    uint32_t mpi_bytes;      /* the MPI calls' bytes metric, or ST_METRIC_NONE */
     st_collector_t collectors[ST_SESSION_MAX_COLLECTORS];
     int ncollectors;
     int nstarted;            /* collectors started and not stopped yet */
@@ -110,6 +111,10 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg);
  * name as given. */
 int st_session_outdir(const st_settings_t *set, const char *target, int has_rank,
                       char abs[PATH_MAX], char shown[PATH_MAX], st_msg_t *msg);
+
+/* The rank is `rank` (MPI_COMM_WORLD's, known once MPI is initialised): the files
+ * of the run carry it from now on (the folder's note moves to its new name). */
+void st_session_set_rank(st_session_t *s, uint32_t rank);
 
 /* Removes the results folder's incomplete.txt note (after the results are
  * written, or when nothing ran). */

@@ -1,0 +1,28 @@
+/* MPI calls, through PMPI (issue 14): libstrata-mpi-openmpi.so and
+ * libstrata-mpi-mpich.so, one per implementation found at build time (Open MPI's
+ * MPI_Comm is a pointer, MPICH's an int: the two ABIs need two builds).
+ *
+ * Design note. `strata run` preloads the one the program's MPI needs after
+ * libstrata-preload.so (cli/sample.c: the launcher's variables, else the
+ * libraries the program needs). Its MPI_Send, MPI_Allreduce ... (and the Fortran
+ * spellings, mpi_send_, MPI_SEND, mpi_send_f08_ ...: Open MPI's Fortran layers call
+ * PMPI_* themselves) come first in the global scope, so the program's calls, and
+ * mpi4py's, reach them; each calls the preload library's strata__mpi_enter with the
+ * call's name and its bytes (count times the type's size), the real function, and
+ * strata__mpi_exit, so that a call is a node under its caller with its time and
+ * bytes (the mpi_bytes metric) and a slice on the timeline. Only the outermost
+ * MPI call of a thread is recorded (an implementation calling its own API is part
+ * of the call). After MPI_Init it tells the preload library the rank and size in
+ * MPI_COMM_WORLD (strata__mpi_rank), which names the rank's files when the
+ * launcher's variables did not. The wrapper library links nothing of MPI. */
+#ifndef STRATA_NATIVE_MPI_H
+#define STRATA_NATIVE_MPI_H
+
+#include <stdint.h>
+
+/* The preload library's side (instrument.c), exported from it. */
+int strata__mpi_enter(const char *name, uint64_t bytes);
+void strata__mpi_exit(const char *name);
+void strata__mpi_rank(int rank, int size);
+
+#endif

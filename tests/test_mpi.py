@@ -1,0 +1,188 @@
+"""MPI calls through PMPI under `strata run` (issue 14, part 1): C, Fortran (`use
+mpi` and `use mpi_f08`) and mpi4py programs on Open MPI, four ranks with
+`mpirun --oversubscribe`: each MPI call a node under its caller with its count, time
+and bytes (the mpi_bytes table), a rank's files carrying its rank, the imbalance
+where it is, and a program that never calls MPI_Finalize."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import STRATA, TESTS, have_strata, load_json
+
+pytestmark = pytest.mark.skipif(not have_strata(), reason=f"strata is not built: {STRATA}")
+
+SRC = TESTS / "data" / "native"
+ENV = {"STRATA_PRINT_TABLES": "OFF", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def need(tool: str) -> str:
+    path = shutil.which(tool)
+    if not path:
+        pytest.skip(f"{tool} is not installed (Debian's openmpi-bin and libopenmpi-dev)")
+    return path
+
+
+def wrappers_built() -> None:
+    lib = Path(STRATA).resolve().parent.parent / "lib"
+    found = list(lib.glob("python3*/site-packages/strata/libstrata-mpi-openmpi.so")) + \
+        list(Path(STRATA).resolve().parent.glob("libstrata-mpi-openmpi.so"))
+    if not found:
+        pytest.skip("strata was built without Open MPI's headers (libopenmpi-dev)")
+
+
+def mpirun(runner, n, *args, timeout=120):
+    return runner.run([need("mpirun"), "-n", str(n), "--oversubscribe", STRATA, "run",
+                       "-o", runner.dir / "res", "--", *args], env=ENV, timeout=timeout)
+
+
+def rank_profiles(res: Path, n: int) -> list:
+    return [load_json(res / f"profile-{r}.json") for r in range(n)]
+
+
+def calls(prof: dict) -> dict:
+    """{label: (calls, mpi bytes)} over every thread."""
+    out = {}
+    for th in prof["threads"]:
+        for node in th["nodes"]:
+            c, b = out.get(node["label"], (0, 0))
+            out[node["label"]] = (c + node["count"],
+                                  b + node["metrics"].get("mpi_bytes", 0))
+    return out
+
+
+def wall(prof: dict, label: str) -> int:
+    return sum(n["metrics"]["wall_clock"]["sum"] for th in prof["threads"] for n in th["nodes"]
+               if n["label"] == label)
+
+
+@pytest.fixture(scope="module")
+def ring(tmp_path_factory):
+    mpicc = need("mpicc")
+    wrappers_built()
+    out = tmp_path_factory.mktemp("mpi") / "ring"
+    subprocess.run([mpicc, "-O1", "-g", "-finstrument-functions", str(SRC / "mpi_ring.c"), "-o",
+                    str(out)], check=True)
+    return out
+
+
+def test_c_calls_bytes_and_imbalance(runner, ring):
+    r = mpirun(runner, 4, ring)
+    assert r.returncode == 0, r.describe()
+    assert "ranks 4 sum" in r.stdout, r.describe()
+    profs = rank_profiles(runner.dir / "res", 4)
+    for rank, prof in enumerate(profs):
+        assert prof["metadata"]["rank"] == rank
+        c = calls(prof)
+        assert c["MPI_Init"][0] == 1 and c["MPI_Finalize"][0] == 1, c
+        assert c["MPI_Sendrecv"] == (10, 10 * 1000 * 8), c
+        assert c["MPI_Allreduce"] == (10, 10 * 8), c
+        assert c["MPI_Barrier"][0] == 1, c
+        if rank == 0:
+            assert c["MPI_Send"] == (3, 3 * 100 * 4) and "MPI_Recv" not in c, c
+        else:
+            assert c["MPI_Recv"] == (1, 100 * 4) and "MPI_Send" not in c, c
+        assert c["work"][0] == 10
+        # the implementation's own lock waits are MPI's time, not nodes of their own
+        paths = {}
+        for th in prof["threads"]:
+            by_id = {}
+            for n in th["nodes"]:
+                by_id[n["id"]] = (by_id[n["parent"]] if n["parent"] >= 0 else ()) + (n["label"],)
+                paths[by_id[n["id"]]] = n
+        assert ("main", "MPI_Allreduce") in paths and ("main", "work") in paths
+        assert not [p for p in paths if len(p) > 2 and p[1].startswith("MPI_")], sorted(paths)
+    # rank 0 works four times as long as the others, which wait for it in MPI
+    for rank in (1, 2, 3):
+        assert wall(profs[0], "work") > wall(profs[rank], "work")
+    # the bytes table of each rank, and the merge of the four
+    table = (runner.dir / "res" / "mpi_bytes-2.txt").read_text()
+    assert "BYTES PASSED TO MPI CALLS" in table and "MPI_Sendrecv" in table
+    m = runner.run([STRATA, "merge", "-o", runner.dir / "merged", runner.dir / "res"])
+    assert m.returncode == 0, m.describe()
+
+
+def test_without_finalize(runner, ring):
+    """A program that never calls MPI_Finalize: each rank still writes its profile
+    at exit, and mpirun's verdict is the same as without strata."""
+    plain = runner.run([need("mpirun"), "-n", "2", "--oversubscribe", ring, "never-finalize"],
+                       env=ENV, timeout=120)
+    r = mpirun(runner, 2, ring, "never-finalize")
+    assert r.returncode == plain.returncode, (plain.describe(), r.describe())
+    for prof in rank_profiles(runner.dir / "res", 2):
+        c = calls(prof)
+        assert c["MPI_Barrier"][0] == 1 and "MPI_Finalize" not in c, c
+
+
+@pytest.mark.parametrize("module", ["mpi", "mpi_f08"])
+def test_fortran(runner, tmp_path, module):
+    """Open MPI's Fortran layers call PMPI_* themselves: the Fortran names are
+    wrapped (mpi_bcast_, and mpi_f08's mpi_bcast_f08_), with bytes from the Fortran
+    datatype handles."""
+    mpifort = need("mpifort")
+    wrappers_built()
+    src = tmp_path / "calls.f90"
+    src.write_text((SRC / "mpi_calls.f90").read_text().replace("use mpi\n", f"use {module}\n"))
+    exe = tmp_path / "calls"
+    b = subprocess.run([mpifort, "-O1", "-g", str(src), "-o", str(exe)], capture_output=True,
+                       text=True)
+    if b.returncode != 0 and module == "mpi_f08":
+        pytest.skip(f"this Open MPI has no mpi_f08 module: {b.stderr[-200:]}")
+    assert b.returncode == 0, b.stderr
+    r = mpirun(runner, 2, exe)
+    assert r.returncode == 0 and "ranks 2 sum 11.0" in r.stdout, r.describe()
+    for rank, prof in enumerate(rank_profiles(runner.dir / "res", 2)):
+        assert prof["metadata"]["rank"] == rank
+        c = calls(prof)
+        assert c["MPI_Init"][0] == 1 and c["MPI_Finalize"][0] == 1, c
+        assert c["MPI_Bcast"] == (1, 40) and c["MPI_Allreduce"] == (5, 40), c
+        assert c["MPI_Barrier"][0] == 1, c
+
+
+def test_mpi4py_under_strata_run(runner, venv_python):
+    """mpi4py's calls reach the wrappers (its libmpi sits in a local scope), under
+    the Python program's strata.region."""
+    wrappers_built()
+    probe = runner.run([venv_python, "-c", "import mpi4py"])
+    if probe.returncode != 0:
+        pytest.skip(f"mpi4py is not installed in {venv_python}")
+    runner.write("app.py", """
+        from array import array
+        from mpi4py import MPI
+        import strata
+
+        comm = MPI.COMM_WORLD
+        x, y = array("d", [comm.rank + 1.0]), array("d", [0.0])
+        with strata.region("solve"):
+            for _ in range(5):
+                comm.Allreduce(x, y, op=MPI.SUM)
+        comm.Barrier()
+        if comm.rank == 0:
+            print("ranks", comm.size, "sum", y[0])
+    """)
+    r = mpirun(runner, 2, venv_python, "app.py")
+    assert r.returncode == 0 and "ranks 2 sum 3.0" in r.stdout, r.describe()
+    for prof in rank_profiles(runner.dir / "res", 2):
+        c = calls(prof)
+        assert c["MPI_Init_thread"][0] == 1 and c["MPI_Barrier"][0] == 1, c
+        assert c["MPI_Allreduce"] == (5, 40), c
+        kids = [n for th in prof["threads"] for n in th["nodes"] if n["label"] == "MPI_Allreduce"]
+        parents = {n["id"]: n["label"] for th in prof["threads"] for n in th["nodes"]}
+        assert all(parents[k["parent"]] == "solve" for k in kids), kids
+
+
+def test_not_mpi_no_wrappers(runner, ring):
+    """A program that is not MPI gets no MPI wrappers nor an mpi_bytes table; an
+    MPI program run alone (a singleton) is one process with no rank."""
+    r = runner.run([STRATA, "run", "-o", runner.dir / "plain", "--", "true"], env=ENV)
+    assert r.returncode == 0, r.describe()
+    assert not list((runner.dir / "plain").glob("mpi_bytes*"))
+    r = runner.run([STRATA, "run", "-o", runner.dir / "single", "--", ring], env=ENV)
+    assert r.returncode == 0 and "ranks 1 sum" in r.stdout, r.describe()
+    prof = load_json(runner.dir / "single" / "profile.json")
+    assert calls(prof)["MPI_Allreduce"] == (10, 80)
