@@ -16,11 +16,12 @@ LEG_DEBS := debootstrap
 # libdw: native stacks, as on the host; PAPI: the papi: counters).
 PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs,
-# Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt),
+# Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt)
+# and, with MPICH (its headers also build strata's MPICH wrappers), the MPI tests,
 # gfortran builds the Fortran API's test program, libomp-dev (LLVM's OpenMP, with OMPT)
 # the OpenMP one.
 TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev gfortran \
-             libomp-dev
+             libomp-dev mpich libmpich-dev
 
 .PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 bench bench-recorder clean fuzz
 

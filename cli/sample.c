@@ -155,7 +155,7 @@ static const char *mpi_flavour(const char *path)
         return "mpich";
     static const char *const openmpi[] = {"libmpi.so.40", "libmpi_mpifh.so.40", NULL};
     static const char *const mpich[] = {"libmpi.so.12", "libmpich.so.12", "libmpifort.so.12",
-                                        NULL};
+                                        "libmpichfort.so.12", NULL};
     if (needs_library(path, openmpi))
         return "openmpi";
     if (needs_library(path, mpich))

@@ -1,6 +1,6 @@
-"""MPI calls through PMPI under `strata run` (issue 14, part 1): C, Fortran (`use
-mpi` and `use mpi_f08`) and mpi4py programs on Open MPI, four ranks with
-`mpirun --oversubscribe`: each MPI call a node under its caller with its count, time
+"""MPI calls through PMPI under `strata run` (issue 14, part 1): C and Fortran (`use
+mpi` and `use mpi_f08`) programs on Open MPI (`mpirun --oversubscribe`) and MPICH
+(`mpiexec`, Hydra), and mpi4py on Open MPI, four ranks: each MPI call a node under its caller with its count, time
 and bytes (the mpi_bytes table), a rank's files carrying its rank, the imbalance
 where it is, and a program that never calls MPI_Finalize."""
 
@@ -21,24 +21,38 @@ ENV = {"STRATA_PRINT_TABLES": "OFF", "OMPI_ALLOW_RUN_AS_ROOT": "1",
        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
-def need(tool: str) -> str:
-    path = shutil.which(tool)
+# Debian's names of each implementation's tools (the unsuffixed ones are Open MPI's)
+FLAVOURS = {
+    "openmpi": {"cc": "mpicc.openmpi", "fc": "mpifort.openmpi", "run": "mpirun.openmpi",
+                "debs": "openmpi-bin libopenmpi-dev"},
+    "mpich": {"cc": "mpicc.mpich", "fc": "mpifort.mpich", "run": "mpiexec.mpich",
+              "debs": "mpich libmpich-dev"},
+}
+
+
+def need(flavour: str, tool: str) -> str:
+    name = FLAVOURS[flavour][tool]
+    path = shutil.which(name)
     if not path:
-        pytest.skip(f"{tool} is not installed (Debian's openmpi-bin and libopenmpi-dev)")
+        pytest.skip(f"{name} is not installed (Debian's {FLAVOURS[flavour]['debs']})")
     return path
 
 
-def wrappers_built() -> None:
+def wrappers_built(flavour: str) -> None:
+    name = f"libstrata-mpi-{flavour}.so"
     lib = Path(STRATA).resolve().parent.parent / "lib"
-    found = list(lib.glob("python3*/site-packages/strata/libstrata-mpi-openmpi.so")) + \
-        list(Path(STRATA).resolve().parent.glob("libstrata-mpi-openmpi.so"))
+    found = list(lib.glob(f"python3*/site-packages/strata/{name}")) + \
+        list(Path(STRATA).resolve().parent.glob(name))
     if not found:
-        pytest.skip("strata was built without Open MPI's headers (libopenmpi-dev)")
+        pytest.skip(f"strata was built without {flavour}'s headers "
+                    f"({FLAVOURS[flavour]['debs'].split()[-1]})")
 
 
-def mpirun(runner, n, *args, timeout=120):
-    return runner.run([need("mpirun"), "-n", str(n), "--oversubscribe", STRATA, "run",
-                       "-o", runner.dir / "res", "--", *args], env=ENV, timeout=timeout)
+def mpirun(runner, flavour, n, *args, timeout=120):
+    launcher = need(flavour, "run")
+    extra = ["--oversubscribe"] if flavour == "openmpi" else []
+    return runner.run([launcher, "-n", str(n), *extra, STRATA, "run", "-o", runner.dir / "res",
+                       "--", *args], env=ENV, timeout=timeout)
 
 
 def rank_profiles(res: Path, n: int) -> list:
@@ -61,18 +75,20 @@ def wall(prof: dict, label: str) -> int:
                if n["label"] == label)
 
 
-@pytest.fixture(scope="module")
-def ring(tmp_path_factory):
-    mpicc = need("mpicc")
-    wrappers_built()
-    out = tmp_path_factory.mktemp("mpi") / "ring"
+@pytest.fixture(scope="module", params=list(FLAVOURS))
+def ring(request, tmp_path_factory):
+    flavour = request.param
+    mpicc = need(flavour, "cc")
+    wrappers_built(flavour)
+    out = tmp_path_factory.mktemp(f"mpi-{flavour}") / "ring"
     subprocess.run([mpicc, "-O1", "-g", "-finstrument-functions", str(SRC / "mpi_ring.c"), "-o",
                     str(out)], check=True)
-    return out
+    return flavour, out
 
 
 def test_c_calls_bytes_and_imbalance(runner, ring):
-    r = mpirun(runner, 4, ring)
+    flavour, ring = ring
+    r = mpirun(runner, flavour, 4, ring)
     assert r.returncode == 0, r.describe()
     assert "ranks 4 sum" in r.stdout, r.describe()
     profs = rank_profiles(runner.dir / "res", 4)
@@ -110,31 +126,34 @@ def test_c_calls_bytes_and_imbalance(runner, ring):
 def test_without_finalize(runner, ring):
     """A program that never calls MPI_Finalize: each rank still writes its profile
     at exit, and mpirun's verdict is the same as without strata."""
-    plain = runner.run([need("mpirun"), "-n", "2", "--oversubscribe", ring, "never-finalize"],
+    flavour, ring = ring
+    extra = ["--oversubscribe"] if flavour == "openmpi" else []
+    plain = runner.run([need(flavour, "run"), "-n", "2", *extra, ring, "never-finalize"],
                        env=ENV, timeout=120)
-    r = mpirun(runner, 2, ring, "never-finalize")
+    r = mpirun(runner, flavour, 2, ring, "never-finalize")
     assert r.returncode == plain.returncode, (plain.describe(), r.describe())
     for prof in rank_profiles(runner.dir / "res", 2):
         c = calls(prof)
         assert c["MPI_Barrier"][0] == 1 and "MPI_Finalize" not in c, c
 
 
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
 @pytest.mark.parametrize("module", ["mpi", "mpi_f08"])
-def test_fortran(runner, tmp_path, module):
+def test_fortran(runner, tmp_path, module, flavour):
     """Open MPI's Fortran layers call PMPI_* themselves: the Fortran names are
     wrapped (mpi_bcast_, and mpi_f08's mpi_bcast_f08_), with bytes from the Fortran
     datatype handles."""
-    mpifort = need("mpifort")
-    wrappers_built()
+    mpifort = need(flavour, "fc")
+    wrappers_built(flavour)
     src = tmp_path / "calls.f90"
     src.write_text((SRC / "mpi_calls.f90").read_text().replace("use mpi\n", f"use {module}\n"))
     exe = tmp_path / "calls"
     b = subprocess.run([mpifort, "-O1", "-g", str(src), "-o", str(exe)], capture_output=True,
                        text=True)
     if b.returncode != 0 and module == "mpi_f08":
-        pytest.skip(f"this Open MPI has no mpi_f08 module: {b.stderr[-200:]}")
+        pytest.skip(f"this {flavour} has no mpi_f08 module: {b.stderr[-200:]}")
     assert b.returncode == 0, b.stderr
-    r = mpirun(runner, 2, exe)
+    r = mpirun(runner, flavour, 2, exe)
     assert r.returncode == 0 and "ranks 2 sum 11.0" in r.stdout, r.describe()
     for rank, prof in enumerate(rank_profiles(runner.dir / "res", 2)):
         assert prof["metadata"]["rank"] == rank
@@ -147,7 +166,8 @@ def test_fortran(runner, tmp_path, module):
 def test_mpi4py_under_strata_run(runner, venv_python):
     """mpi4py's calls reach the wrappers (its libmpi sits in a local scope), under
     the Python program's strata.region."""
-    wrappers_built()
+    need("openmpi", "run")
+    wrappers_built("openmpi")
     probe = runner.run([venv_python, "-c", "import mpi4py"])
     if probe.returncode != 0:
         pytest.skip(f"mpi4py is not installed in {venv_python}")
@@ -165,7 +185,7 @@ def test_mpi4py_under_strata_run(runner, venv_python):
         if comm.rank == 0:
             print("ranks", comm.size, "sum", y[0])
     """)
-    r = mpirun(runner, 2, venv_python, "app.py")
+    r = mpirun(runner, "openmpi", 2, venv_python, "app.py")
     assert r.returncode == 0 and "ranks 2 sum 3.0" in r.stdout, r.describe()
     for prof in rank_profiles(runner.dir / "res", 2):
         c = calls(prof)
@@ -178,7 +198,9 @@ def test_mpi4py_under_strata_run(runner, venv_python):
 
 def test_not_mpi_no_wrappers(runner, ring):
     """A program that is not MPI gets no MPI wrappers nor an mpi_bytes table; an
-    MPI program run alone (a singleton) is one process with no rank."""
+    MPI program run alone (a singleton) is one process with no rank, its MPI chosen
+    from the libraries it needs."""
+    flavour, ring = ring
     r = runner.run([STRATA, "run", "-o", runner.dir / "plain", "--", "true"], env=ENV)
     assert r.returncode == 0, r.describe()
     assert not list((runner.dir / "plain").glob("mpi_bytes*"))

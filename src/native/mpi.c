@@ -1,7 +1,7 @@
 /* MPI calls through PMPI: libstrata-mpi-<flavour>.so (see mpi.h).
  *
  * Built once per MPI implementation found at build time, against its mpi.h
- * (STRATA_MPI_SONAME names its C library), and linked with nothing of MPI: the
+ * (STRATA_MPI_SONAMES names its C library), and linked with nothing of MPI: the
  * real functions are found at their first call in the library already loaded
  * (dlopen with RTLD_NOLOAD: mpi4py's libmpi sits in a local scope that RTLD_NEXT
  * does not search), so that the library loads into any process, MPI or not, and
@@ -43,8 +43,8 @@ NOTRACE static void *find(const char *name, const char *const *libs)
     return dlsym(RTLD_NEXT, name);
 }
 
-static const char *const c_libs[] = {STRATA_MPI_SONAME, NULL};
-static const char *const f_libs[] = {STRATA_MPI_FORTRAN_SONAMES, STRATA_MPI_SONAME, NULL};
+static const char *const c_libs[] = {STRATA_MPI_SONAMES, NULL};
+static const char *const f_libs[] = {STRATA_MPI_FORTRAN_SONAMES, STRATA_MPI_SONAMES, NULL};
 
 /* A real function pointer, found once (a race finds the same value). */
 #define REAL(var, name, libs)                                                              \
@@ -66,9 +66,14 @@ NOTRACE static uint64_t bytes_of(int count, MPI_Datatype type)
 
 NOTRACE static uint64_t fbytes_of(const MPI_Fint *count, const MPI_Fint *type)
 {
+#ifdef MPICH_VERSION
+    /* MPICH's handles are the Fortran integers (MPI_Type_f2c is a cast) */
+    return count && type ? bytes_of((int)*count, MPI_Type_f2c(*type)) : 0;
+#else
     static MPI_Datatype (*type_f2c)(MPI_Fint);
     REAL(type_f2c, "PMPI_Type_f2c", c_libs);
     return count && type && type_f2c ? bytes_of((int)*count, type_f2c(*type)) : 0;
+#endif
 }
 
 /* The communicator's size (1 when unknown). */
