@@ -2,15 +2,18 @@
 """Report and merge throughput: the two targets of `strata report` and `strata merge`.
 
     python bench/report_bench.py [--ranks N] [--nodes N] [--venv DIR] [--keep DIR]
+                                 [--merge-only]
 
 1. Merging N rank profiles (default 1,024) of a real program: bench/workloads/mixed.py
    is profiled once by `strata python` with OMPI_COMM_WORLD_RANK=0 (with --trace-c,
    so C calls are in the tree); its profile-0.json is copied to profile-1.json ...
    profile-<N-1>.json with each rank's times scaled by a seeded factor (0.5 to 1.5)
    and a quarter of the ranks idle in one hot function, as an unbalanced MPI job
-   would be. Then `strata merge -o OUT DIR` is timed: it reads every file, keeps
-   each rank's values, and writes profile.json, the summed tables and the
-   load-balance table. Target: 10 s.
+   would be; every rank's profile also carries MPI calls (an MPI_Allreduce and an
+   MPI_Sendrecv, with their bytes, under each of the 8 busiest functions, as
+   `strata run`'s wrappers record them). Then `strata merge -o OUT DIR` is timed:
+   it reads every file, keeps each rank's values, and writes profile.json, the
+   summed tables, the load-balance table and the MPI summary. Target: 10 s.
 2. `strata report` of a profile of N nodes (default 1,000,000): a synthetic
    profile.json (one thread, a tree 12 levels deep over 5,000 functions with
    locations) rendered to every format. Target: 10 s each.
@@ -58,6 +61,26 @@ def scale_node(n, f):
         a["var"] *= f * f
 
 
+def add_mpi_calls(doc):
+    """MPI calls under the 8 busiest functions of the profile, as strata run's
+    wrappers record them (text labels, their bytes in mpi_bytes)."""
+    doc["metrics"].append({"name": "mpi_bytes", "unit": "bytes", "kind": "bytes",
+                           "description": "bytes passed to MPI calls"})
+    nodes = doc["threads"][0]["nodes"]
+    busiest = sorted(nodes, key=lambda n: -n["metrics"]["wall_clock"]["sum"])[:8]
+    next_id = max(n["id"] for n in nodes) + 1
+    for parent in busiest:
+        for call, bytes_ in (("MPI_Allreduce", 8), ("MPI_Sendrecv", 8000)):
+            t = max(parent["metrics"]["wall_clock"]["self"] // 10, 1000)
+            nodes.append({"id": next_id, "parent": parent["id"], "depth": parent["depth"] + 1,
+                          "label": call, "count": 10,
+                          "metrics": {"wall_clock": {"sum": t, "self": t, "min": t // 20,
+                                                     "max": t // 5, "mean": t / 10.0,
+                                                     "var": float(t)},
+                                      "mpi_bytes": 10 * bytes_}})
+            next_id += 1
+
+
 def make_ranks(strata, workdir, nranks):
     ranks = workdir / "ranks"
     ranks.mkdir()
@@ -66,6 +89,7 @@ def make_ranks(strata, workdir, nranks):
                     str(REPO / "bench" / "workloads" / "mixed.py")],
                    cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     base = json.loads((ranks / "profile-0.json").read_text())
+    add_mpi_calls(base)
     nodes = base["threads"][0]["nodes"]
     hot = (max(nodes[1:], key=lambda n: n["metrics"]["wall_clock"]["self"])["id"]
            if len(nodes) > 1 else None)
@@ -131,6 +155,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--venv", default=str(REPO / ".venv"))
     ap.add_argument("--keep", help="work in this folder and keep it")
+    ap.add_argument("--merge-only", action="store_true", help="time the merge alone")
     a = ap.parse_args()
     strata = str(Path(a.venv).resolve() / "bin" / "strata")
     work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="strata-report-bench-"))
@@ -138,9 +163,13 @@ def main():
     try:
         ranks, per_rank = make_ranks(strata, work, a.ranks)
         size = sum(p.stat().st_size for p in ranks.glob("profile-*.json"))
-        t = best([strata, "merge", "-o", str(work / "merged"), str(ranks)], 3, work)
+        t = best([strata, "merge", "--force", "-o", str(work / "merged"), str(ranks)], 3, work)
         print(f"merge: {a.ranks} ranks x {per_rank} nodes ({size / 1e6:.0f} MB of profile.json): "
               f"{t:.2f} s")
+        if not (work / "merged" / "mpi_summary.txt").exists():
+            sys.exit("the merge wrote no MPI summary")
+        if a.merge_only:
+            return
         big = work / "big.json"
         t0 = time.perf_counter()
         make_big(big, a.nodes)

@@ -121,6 +121,34 @@ def test_c_calls_bytes_and_imbalance(runner, ring):
     assert "BYTES PASSED TO MPI CALLS" in table and "MPI_Sendrecv" in table
     m = runner.run([STRATA, "merge", "-o", runner.dir / "merged", runner.dir / "res"])
     assert m.returncode == 0, m.describe()
+    check_summary((runner.dir / "merged" / "mpi_summary.txt").read_text())
+
+
+def rows_of(text: str, title: str) -> list:
+    """The cells of each row of the table titled `title`."""
+    lines = text[text.index(title):].splitlines()[4:]
+    rows = []
+    for ln in lines:
+        if ln.startswith("|--") or not ln.startswith("|"):
+            break
+        rows.append([c.strip() for c in ln.strip("|").split("|")])
+    return rows
+
+
+def check_summary(text: str):
+    """mpiP's view of the ring: every rank's MPI share, rank 0 (four times the
+    work) the lowest; the call sites by time and by bytes."""
+    ranks = {r[0]: r for r in rows_of(text, "MPI TIME PER RANK")}
+    assert set(ranks) == {"0", "1", "2", "3", "*"}, ranks
+    share = {k: float(v[3]) for k, v in ranks.items()}
+    assert all(share["0"] < share[k] for k in ("1", "2", "3")), share
+    sites = {(r[0], r[1]): r for r in rows_of(text, "MPI CALL SITES BY TIME")}
+    assert sites[("MPI_Sendrecv", "main")][2] == "40", sites
+    assert sites[("MPI_Sendrecv", "main")][8] == str(4 * 10 * 8000), sites
+    assert sites[("MPI_Allreduce", "main")][2] == "40", sites
+    by_bytes = rows_of(text, "MPI CALL SITES BY BYTES")
+    assert by_bytes[0][:4] == ["MPI_Sendrecv", "main", "40", "320000"], by_bytes
+    assert by_bytes[0][5:] == ["80000", "80000"], by_bytes
 
 
 def test_without_finalize(runner, ring):

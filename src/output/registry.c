@@ -21,6 +21,7 @@
 #include "output/html.h"
 #include "output/json.h"
 #include "output/loadbal.h"
+#include "output/mpisum.h"
 #include "output/pstats.h"
 #include "output/speedscope.h"
 #include "output/table.h"
@@ -432,7 +433,8 @@ int st_format_check_target(const char *path, const st_output_opts_t *o, st_msg_t
 }
 
 /* One file of a results folder: a format, or one table (comp >= 0: a component,
- * or METRIC_TABLE + a metric), or the load-balance table (comp == -2). */
+ * or METRIC_TABLE + a metric), the load-balance table (comp == -2) or the MPI
+ * summary (comp == -3). */
 typedef struct {
     int f, comp;
     char name[128];
@@ -502,6 +504,12 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
             snprintf(jobs[n].name, sizeof jobs[n].name, "load_balance.txt");
             n++;
         }
+        if (st_mpisum_applies(m)) {
+            jobs[n].f = f;
+            jobs[n].comp = -3;
+            snprintf(jobs[n].name, sizeof jobs[n].name, "mpi_summary.txt");
+            n++;
+        }
     }
     return n;
 }
@@ -520,6 +528,10 @@ static int write_job(const st_model_t *m, const job_t *job, const char *path,
         rc = st_loadbal_write(&fo.buf, m, o->precision) < 0
                  ? st_msg_set(msg, ST_ENOMEM, "out of memory")
                  : 0;
+    else if (job->comp == -3)
+        rc = st_mpisum_write(&fo.buf, m, o->precision) < 0
+                 ? st_msg_set(msg, ST_ENOMEM, "out of memory")
+                 : 0;
     else
         rc = st_format_render(&fo.buf, m, (st_format_t)job->f, o, msg);
     if (rc < 0 && !fo.buf.sink_errno) { /* not a write that failed: commit says those */
@@ -533,7 +545,7 @@ int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
                          const st_output_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
                          st_msg_t *msg)
 {
-    job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + ST_MCOLS_MAX + 1];
+    job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + ST_MCOLS_MAX + 2];
     size_t n = plan(m, mask, jobs);
     char path[PATH_MAX];
     for (size_t j = 0; j < n; j++) {
