@@ -67,6 +67,9 @@ periods they stand for; py-spy: the counts on its raw lines; austin: its
 sample lines).  Output: bench/results/sample-latest.{md,json}; --update-docs
 rewrites the "Stack sampling" results section of docs/performance.md.
 
+MPI mode (issue 14): python bench/run.py --mode mpi [-n N] measures what strata
+run's MPI wrappers cost a call (bench/native_mpi.py says how).
+
 Native mode (issue 11):
 
     python bench/run.py --mode native [--rates HZ[,HZ]] [--tools T[,T]] [-n N] ...
@@ -1088,7 +1091,8 @@ def main(argv=None):
     ap.add_argument("--before", metavar="STRATA",
                     help="also run another build's strata command (in its own venv), e.g. "
                          "the previous commit's, and compare strata's added time with it")
-    ap.add_argument("--mode", choices=["overhead", "sample", "native", "run"], default="overhead",
+    ap.add_argument("--mode", choices=["overhead", "sample", "native", "run", "mpi"],
+                    default="overhead",
                     help="overhead (default): the deterministic profilers; sample: stack "
                          "samplers (floor, strata --sample, py-spy, austin) at --rates; "
                          "native: strata sample on C programs (bench/native.py)")
@@ -1125,6 +1129,9 @@ def main(argv=None):
     if args.mode == "run":
         import native_run  # bench/native_run.py: strata run (issue 13)
         return native_run.main_run(args, repeats, strata)
+    if args.mode == "mpi":
+        import native_mpi  # bench/native_mpi.py: strata run's MPI wrappers (issue 14)
+        return native_mpi.main_mpi(args, repeats, strata)
     if args.mode == "native":
         import native  # bench/native.py, which imports this module's helpers
         return native.main_native(args, repeats, rates, strata, python, interp,

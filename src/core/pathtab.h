@@ -69,8 +69,8 @@ int st_pathtab_reindex(st_pathtab_t *t);
 
 /* The child of `parent` labelled `label`, made if new; ST_PATH_NONE (counted) when
  * parent or label is ST_PATH_NONE, or when the node limit is reached or memory runs
- * out. Inline: the
- * hint check is the hot path. */
+ * out. Inline: the hint check (the child found last, then the sibling after it) is
+ * the hot path. */
 static inline uint32_t st_pathtab_child(st_pathtab_t *t, uint32_t parent, uint32_t label)
 {
     if (__builtin_expect(parent == ST_PATH_NONE || label == ST_PATH_NONE, 0)) {
@@ -78,8 +78,19 @@ static inline uint32_t st_pathtab_child(st_pathtab_t *t, uint32_t parent, uint32
         return ST_PATH_NONE;
     }
     uint32_t hint = t->nodes[parent].hint;
-    if (__builtin_expect(hint != ST_PATH_NONE, 1) && t->nodes[hint].label == label)
-        return hint;
+    if (__builtin_expect(hint != ST_PATH_NONE, 1)) {
+        if (t->nodes[hint].label == label)
+            return hint;
+        /* a loop that calls a few functions in turn (a send, then a receive):
+         * the sibling after the last one found, or the first after the last */
+        uint32_t next = t->nodes[hint].next_sibling;
+        if (next == ST_PATH_NONE)
+            next = t->nodes[parent].first_child;
+        if (t->nodes[next].label == label) {
+            t->nodes[parent].hint = next;
+            return next;
+        }
+    }
     return st_pathtab_find(t, parent, label);
 }
 

@@ -273,8 +273,11 @@ EXPORT NOTRACE int strata__mpi_enter(const char *name, uint64_t bytes)
     if (!entering() || !name)
         return 0;
     atomic_store_explicit(&ni.entered, 1, memory_order_relaxed);
+    /* the wrappers' names are constants: known by their address alone */
+    uintptr_t h = ((uintptr_t)name >> 3) & (RCACHE - 1);
+    uint32_t label = rcache[h].name == name ? rcache[h].label : name_label(name);
     st_rec_thread_t *th = st_rec_self(ni.rec);
-    st_rec_enter(th, name_label(name), name);
+    st_rec_enter(th, label, name);
     if (bytes && mpi_bytes != ST_METRIC_NONE)
         st_rec_add_top(th, mpi_bytes, bytes);
     in_wait++; /* the implementation's own lock waits are the call's time */
