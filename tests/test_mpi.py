@@ -165,6 +165,26 @@ def test_without_finalize(runner, ring):
         assert c["MPI_Barrier"][0] == 1 and "MPI_Finalize" not in c, c
 
 
+def test_a_rank_that_crashes(runner, ring):
+    """Rank 1 dies of SIGSEGV: the job fails as it does without strata, rank 1's
+    folder says its results were not written, and no rank leaves a half-written
+    file (each has its whole profile or its note)."""
+    flavour, ring = ring
+    extra = ["--oversubscribe"] if flavour == "openmpi" else []
+    plain = runner.run([need(flavour, "run"), "-n", "2", *extra, ring, "crash"], env=ENV,
+                       timeout=120)
+    r = mpirun(runner, flavour, 2, ring, "crash")
+    assert (r.returncode != 0) == (plain.returncode != 0), (plain.describe(), r.describe())
+    res = runner.dir / "res"
+    assert (res / "incomplete-1.txt").exists() and not (res / "profile-1.json").exists()
+    for rank in (0, 1):
+        prof, note = res / f"profile-{rank}.json", res / f"incomplete-{rank}.txt"
+        assert prof.exists() != note.exists(), sorted(p.name for p in res.iterdir())
+        if prof.exists():
+            assert load_json(prof)["metadata"]["rank"] == rank
+    assert not [p for p in res.iterdir() if p.name.startswith(".")], list(res.iterdir())
+
+
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
 @pytest.mark.parametrize("module", ["mpi", "mpi_f08"])
 def test_fortran(runner, tmp_path, module, flavour):

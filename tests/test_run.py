@@ -272,7 +272,14 @@ def test_openmp_with_ompt(runner, tmp_path):
     teams = [th for th in prof["threads"] if any(n["label"] == "omp parallel" for n in th["nodes"])]
     assert len(teams) == 4, [[n["label"] for n in th["nodes"]] for th in prof["threads"]]
     for th in teams:
-        assert ("omp parallel", "omp loop") in paths(prof, th["index"]), paths(prof, th["index"])
+        ps = paths(prof, th["index"])
+        assert ("omp parallel", "omp loop") in ps, ps
+        # each of the 5 regions once a thread, side by side: a worker's region ends
+        # inside its closing barrier, which must not hold the next region
+        regions = [n for n in th["nodes"] if n["label"] == "omp parallel"]
+        assert sum(n["count"] for n in regions) == 5, ps
+        assert not [p for p in ps if p[-1] == "omp parallel" and
+                    any(x.startswith("omp ") for x in p[:-1])], ps
     assert "libgomp" not in res.stderr
 
 

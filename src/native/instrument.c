@@ -183,35 +183,6 @@ EXPORT NOTRACE void __cyg_profile_func_exit(void *fn, void *site)
     st_rec_exit_key_t(th, fn, th->tracing);
 }
 
-int st_ninstr_enter_text(const char *text, const void *key)
-{
-    if (!entering())
-        return 0;
-    atomic_store_explicit(&ni.entered, 1, memory_order_relaxed);
-    st_rec_enter(st_rec_self(ni.rec), text_label(text), key);
-    return 1;
-}
-
-void st_ninstr_exit_key(const void *key)
-{
-    if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
-        return;
-    st_rec_thread_t *th = st_rec_self(ni.rec);
-    st_rec_exit_key_t(th, key, th->tracing);
-}
-
-void st_ninstr_alloc(const char *site, const void *addr, uint64_t bytes)
-{
-    if (atomic_load_explicit(&ni.on, memory_order_relaxed))
-        st_rec_alloc(st_rec_self(ni.rec), text_label(site), (uint64_t)(uintptr_t)addr, bytes);
-}
-
-void st_ninstr_free(const void *addr)
-{
-    if (atomic_load_explicit(&ni.on, memory_order_relaxed))
-        st_rec_free_addr(st_rec_self(ni.rec), (uint64_t)(uintptr_t)addr);
-}
-
 /* A thread's last region names: the name's address, its label and the label's
  * text (interned strings never move), checked against the name's text at every
  * push, inline (a region name is short; strcmp's call costs more than it). */
@@ -246,6 +217,35 @@ NOTRACE static inline uint32_t name_label(const char *name)
         rcache[h].label = label;
     }
     return label;
+}
+
+int st_ninstr_enter_text(const char *text, const void *key)
+{
+    if (!entering())
+        return 0;
+    atomic_store_explicit(&ni.entered, 1, memory_order_relaxed);
+    st_rec_enter(st_rec_self(ni.rec), name_label(text), key);
+    return 1;
+}
+
+void st_ninstr_exit_key(const void *key)
+{
+    if (!atomic_load_explicit(&ni.on, memory_order_relaxed))
+        return;
+    st_rec_thread_t *th = st_rec_self(ni.rec);
+    st_rec_exit_key_t(th, key, th->tracing);
+}
+
+void st_ninstr_alloc(const char *site, const void *addr, uint64_t bytes)
+{
+    if (atomic_load_explicit(&ni.on, memory_order_relaxed))
+        st_rec_alloc(st_rec_self(ni.rec), text_label(site), (uint64_t)(uintptr_t)addr, bytes);
+}
+
+void st_ninstr_free(const void *addr)
+{
+    if (atomic_load_explicit(&ni.on, memory_order_relaxed))
+        st_rec_free_addr(st_rec_self(ni.rec), (uint64_t)(uintptr_t)addr);
 }
 
 EXPORT NOTRACE void strata__push(const char *name)

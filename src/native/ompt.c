@@ -4,8 +4,7 @@
  * make, on every thread of a team, its share of a parallel region ("omp parallel",
  * the implicit task), each worksharing loop it runs ("omp loop") and each barrier
  * it waits in ("omp barrier": the time spent waiting) calls of their own, keyed
- * by the runtime's task and region data, so that they nest under the code that
- * ran them. The OMPT types are declared here, as the OpenMP 5.0 specification
+ * per thread, so that they nest under the code that ran them. The OMPT types are declared here, as the OpenMP 5.0 specification
  * fixes them (omp-tools.h is not needed to build). */
 #define _GNU_SOURCE
 #include <link.h>
@@ -49,19 +48,33 @@ enum {
     SET_NEVER = 1,
 };
 
+/* The keys of a thread's open OpenMP calls: its own addresses, not the runtime's
+ * task data, which libomp does not keep from begin to end on a worker (its
+ * closing barrier and implicit task end under the data of the task it waits in).
+ * Nested regions on one thread reuse the keys: their ends come innermost first. */
+static __thread char keys[3] __attribute__((tls_model("initial-exec")));
+#define KEY_TASK (&keys[0])
+#define KEY_LOOP (&keys[1])
+#define KEY_BARRIER (&keys[2])
+
 /* A thread's share of a parallel region. */
 static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *task,
                              unsigned int n, unsigned int index, int flags)
 {
     (void)parallel;
+    (void)task;
     (void)n;
     (void)index;
     if (flags & TASK_INITIAL)
         return;
-    if (endpoint == SCOPE_BEGIN)
-        st_ninstr_enter_text("omp parallel", task);
-    else if (endpoint == SCOPE_END)
-        st_ninstr_exit_key(task);
+    if (endpoint == SCOPE_BEGIN) {
+        st_ninstr_enter_text("omp parallel", KEY_TASK);
+    } else if (endpoint == SCOPE_END) {
+        /* a barrier or a loop still open on top ends with the task */
+        st_ninstr_exit_key(KEY_BARRIER);
+        st_ninstr_exit_key(KEY_LOOP);
+        st_ninstr_exit_key(KEY_TASK);
+    }
 }
 
 /* A worksharing construct: loops only (sections, single... are not shown). */
@@ -69,16 +82,15 @@ static void on_work(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *
                     uint64_t count, const void *codeptr)
 {
     (void)parallel;
+    (void)task;
     (void)count;
     (void)codeptr;
     if (kind != WORK_LOOP)
         return;
-    /* key: the task's data, offset so that it is not the implicit task's own key */
-    const void *key = (const char *)task + 1;
     if (endpoint == SCOPE_BEGIN)
-        st_ninstr_enter_text("omp loop", key);
+        st_ninstr_enter_text("omp loop", KEY_LOOP);
     else if (endpoint == SCOPE_END)
-        st_ninstr_exit_key(key);
+        st_ninstr_exit_key(KEY_LOOP);
 }
 
 /* A barrier (or taskwait, taskgroup...: every synchronisation region). */
@@ -87,12 +99,12 @@ static void on_sync_region(int kind, int endpoint, ompt_data_t *parallel, ompt_d
 {
     (void)kind;
     (void)parallel;
+    (void)task;
     (void)codeptr;
-    const void *key = (const char *)task + 2;
     if (endpoint == SCOPE_BEGIN)
-        st_ninstr_enter_text("omp barrier", key);
+        st_ninstr_enter_text("omp barrier", KEY_BARRIER);
     else if (endpoint == SCOPE_END)
-        st_ninstr_exit_key(key);
+        st_ninstr_exit_key(KEY_BARRIER);
 }
 
 static int active;

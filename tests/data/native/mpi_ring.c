@@ -2,8 +2,10 @@
  * known imbalance. Each rank does its share of work() (rank 0 four times the
  * others'), passes 1000 doubles around a ring with MPI_Sendrecv and sums with
  * MPI_Allreduce, 10 times; then rank 0 sends 100 ints to every other rank, and
- * all meet at a barrier. "never-finalize" leaves out MPI_Finalize (and exits 0). */
+ * all meet at a barrier. "never-finalize" leaves out MPI_Finalize (and exits 0);
+ * "crash" makes rank 1 die of SIGSEGV after the barrier. */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +43,8 @@ int main(int argc, char **argv)
         printf("ranks %d sum %.0f\n", size, sum);
     if (argc > 1 && strcmp(argv[1], "never-finalize") == 0)
         return 0;
+    if (argc > 1 && strcmp(argv[1], "crash") == 0 && rank == 1)
+        raise(SIGSEGV);
     MPI_Finalize();
     return 0;
 }
