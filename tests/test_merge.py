@@ -98,6 +98,26 @@ def test_merge_ranks_keeps_them_and_balances(env, ranks):
     assert [p["name"].split()[1] for p in speedscope["profiles"]] == ["0", "1", "2", "3"]
 
 
+def test_html_load_balance_chart(env, ranks):
+    """The merged result's HTML report draws a function's time in each of the 4
+    ranks: by default the one whose slowest rank is furthest above the mean."""
+    from test_report import chromium, run_chromium
+    if not chromium():
+        pytest.skip("headless Chromium is not installed (Debian's chromium)")
+    r = env.strata("merge", "--force", "-o", "merged-html", ranks)
+    assert r.returncode == 0, r.describe()
+    page = env.root / "lb.html"
+    r = env.strata("report", "--format", "html", "-o", page, env.root / "merged-html")
+    assert r.returncode == 0, r.describe()
+    r = run_chromium(env, "--virtual-time-budget=5000", "--dump-dom", page.as_uri() + "#selftest")
+    assert r.returncode == 0, r.stderr[-2000:]
+    body = re.search(r"<body[^>]*>", r.stdout).group(0)
+    attrs = dict(re.findall(r'(data-[a-z]+)="([^"]*)"', body))
+    assert attrs.get("data-errors") == "", attrs
+    name, bars = attrs["data-balance"].rsplit(":", 1)
+    assert bars == "4" and name.split(" [")[0] in ("fib", "solve", "main"), attrs
+
+
 def test_report_reads_a_folder_of_ranks(env, ranks):
     r = env.strata("report", ranks)
     assert r.returncode == 0, r.describe()

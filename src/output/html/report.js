@@ -1,5 +1,6 @@
 /* strata's HTML report: an icicle (flame) graph with zoom, search and hover
- * details, a sortable table of functions, and thread and rank selectors. The data
+ * details, a sortable table of functions, thread and rank selectors, and for
+ * several MPI ranks the load balance of a chosen function across them. The data
  * is the JSON in <script id="strata-data">; every label reaches the page through
  * textContent or the canvas, never as markup. No network, no server. */
 (function () {
@@ -247,7 +248,7 @@
     var by = new Map(), active = new Map();
     function get(l) {
       var r = by.get(l);
-      if (!r) { r = { name: D.labels[l], self: 0, total: 0, count: 0, mean: 0, m2: 0 }; by.set(l, r); }
+      if (!r) { r = { label: l, name: D.labels[l], self: 0, total: 0, count: 0, mean: 0, m2: 0 }; by.set(l, r); }
       return r;
     }
     var st = tree.kids[0].slice().reverse().map(function (k) { return [k, 0]; });
@@ -310,9 +311,99 @@
         else td.textContent = fmt(r[c[0]]);
         row.appendChild(td);
       });
+      row.onclick = function () { showBalance(r.label); };
       body.appendChild(row);
     });
     $("tablenote").textContent = rowsData.length > 2000 ? "showing 2,000 of " + rowsData.length.toLocaleString("en-US") + " functions" : "";
+  }
+
+  /* Load balance: a function's total in every rank (recursion counted once), drawn
+   * as one bar a rank with the mean across ranks; ranks where it never ran are 0
+   * and marked. Shown when the result holds two ranks or more. */
+  var lbfn = $("lbfn"), lbchart = $("lbchart"), lbLabel = -1, lbBars = 0;
+  function rankTotals(label) {
+    var tot = new Map(), ran = new Map();
+    ranks.forEach(function (r) { tot.set(r, 0); ran.set(r, false); });
+    D.threads.forEach(function (th) {
+      if (th.rank === null) return;
+      var a = th.nodes, n = a.length / 7, inL = new Uint8Array(n), s = 0, hit = false;
+      for (var i = 0; i < n; i++) {  /* parents come before their children */
+        var p = a[7 * i], up = p >= 0 ? inL[p] : 0;
+        if (a[7 * i + 1] === label) {
+          if (!up) s += a[7 * i + 3];
+          if (a[7 * i + 2] > 0) hit = true;
+          inL[i] = 1;
+        } else inL[i] = up;
+      }
+      tot.set(th.rank, tot.get(th.rank) + s);
+      if (hit) ran.set(th.rank, true);
+    });
+    return ranks.map(function (r) { return [tot.get(r), ran.get(r)]; });
+  }
+  function drawBalance() {
+    var dpr = window.devicePixelRatio || 1, w = lbchart.clientWidth, h = lbchart.clientHeight;
+    lbchart.width = w * dpr; lbchart.height = h * dpr;
+    var g = lbchart.getContext("2d");
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, w, h);
+    if (lbLabel < 0) return;
+    var v = rankTotals(lbLabel), max = 0, sum = 0, idle = 0, lo = 0, hi = 0;
+    v.forEach(function (x, i) {
+      sum += x[0];
+      if (x[0] > max) { max = x[0]; hi = i; }
+      if (x[0] < v[lo][0]) lo = i;
+      if (!x[1]) idle++;
+    });
+    var mean = sum / v.length, top = 14, bottom = 16, plot = h - top - bottom;
+    var bw = (w - 8) / v.length;
+    v.forEach(function (x, i) {
+      var bh = max > 0 ? plot * x[0] / max : 0, bx = 4 + i * bw;
+      g.fillStyle = x[1] ? "#e8783a" : "#c0392b";
+      if (x[1]) g.fillRect(bx + (bw > 3 ? 0.5 : 0), top + plot - bh, Math.max(bw - 1, 0.5), bh);
+      else g.fillRect(bx, top + plot - 2, Math.max(bw - 1, 0.5), 2);
+    });
+    g.strokeStyle = "#333"; g.setLineDash([4, 3]);
+    var my = top + plot - (max > 0 ? plot * mean / max : 0);
+    g.beginPath(); g.moveTo(4, my); g.lineTo(w - 4, my); g.stroke(); g.setLineDash([]);
+    g.fillStyle = "#333"; g.font = "11px sans-serif";
+    g.fillText("rank " + ranks[0], 4, h - 3);
+    var last = "rank " + ranks[ranks.length - 1];
+    g.fillText(last, w - 4 - g.measureText(last).width, h - 3);
+    g.fillText("mean " + fmt(mean), 6, top - 3);
+    lbBars = v.length;
+    $("lbnote").textContent = "max " + fmt(max) + " (rank " + ranks[hi] + "), min " +
+      fmt(v[lo][0]) + " (rank " + ranks[lo] + "), mean " + fmt(mean) + ", imbalance " +
+      (max > 0 ? (100 * (max - mean) / max).toFixed(1) : "0.0") + "%" +
+      (idle ? ", " + idle + " of " + v.length + " ranks never ran it" : "");
+  }
+  function showBalance(label) {
+    if (ranks.length < 2) return;
+    lbLabel = label;
+    var have = Array.prototype.some.call(lbfn.options, function (o) { return o.value === String(label); });
+    if (!have) option(lbfn, String(label), D.labels[label]);
+    lbfn.value = String(label);
+    drawBalance();
+  }
+  /* the choices: the functions with the most total time; first, the one whose
+   * slowest rank is furthest above the mean (the time the imbalance costs) */
+  function fillBalance() {
+    if (ranks.length < 2) return;
+    $("lbbox").style.display = "block";
+    var whole = buildTree(D.threads), tmp = tree;
+    tree = whole;
+    buildTable();
+    tree = tmp;
+    var top = rowsData.slice().sort(function (a, b) { return b.total - a.total; }).slice(0, 30);
+    var best = -1, bestImb = -1;
+    top.forEach(function (r) {
+      option(lbfn, String(r.label), r.name);
+      var v = rankTotals(r.label), max = 0, sum = 0;
+      v.forEach(function (x) { sum += x[0]; if (x[0] > max) max = x[0]; });
+      var imb = max - sum / v.length;
+      if (imb > bestImb + 1e-9) { bestImb = imb; best = r.label; }
+    });
+    lbfn.onchange = function () { showBalance(Number(lbfn.value)); };
+    if (best >= 0) showBalance(best);
   }
 
   /* The one root of the graph: the thread when one is shown, as the other
@@ -332,7 +423,8 @@
   threadSel.onchange = refresh;
   rankSel.onchange = function () { fillThreads(); refresh(); };
   $("search").addEventListener("input", function (e) { search = e.target.value.toLowerCase(); draw(); });
-  window.addEventListener("resize", draw);
+  window.addEventListener("resize", function () { draw(); drawBalance(); });
+  fillBalance();
   refresh();
 
   /* #selftest: click the widest frame below the root and report what happened
@@ -354,5 +446,6 @@
     document.body.setAttribute("data-frames", String(boxes.length));
     document.body.setAttribute("data-rows", String(rowsData.length));
     document.body.setAttribute("data-root", rootName);
+    document.body.setAttribute("data-balance", lbLabel >= 0 ? D.labels[lbLabel] + ":" + lbBars : "none");
   }
 })();
