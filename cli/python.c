@@ -55,6 +55,23 @@ const char *st_cli_find_python(char *buf, size_t size)
     return "python3";
 }
 
+/* Appends `lib` to LD_PRELOAD (unless it is there already). 0, or -1 when out of
+ * memory. */
+static int append_preload(const char *lib)
+{
+    const char *old = getenv("LD_PRELOAD");
+    if (old && strstr(old, lib))
+        return 0;
+    size_t n = (old ? strlen(old) : 0) + strlen(lib) + 2;
+    char *v = malloc(n);
+    if (!v)
+        return -1;
+    snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old ? " " : "", lib);
+    int rc = setenv("LD_PRELOAD", v, 1);
+    free(v);
+    return rc;
+}
+
 /* Appends libunwind to LD_PRELOAD when it is installed (and not there yet).
  * 0, or -1 when out of memory. */
 static int preload_libunwind(void)
@@ -63,17 +80,7 @@ static int preload_libunwind(void)
     if (!h)
         return 0; /* not installed: the extension walks by frame pointers, and says so */
     dlclose(h);
-    const char *old = getenv("LD_PRELOAD");
-    if (old && strstr(old, "libunwind.so.8"))
-        return 0;
-    size_t n = (old ? strlen(old) : 0) + sizeof " libunwind.so.8";
-    char *v = malloc(n);
-    if (!v)
-        return -1;
-    snprintf(v, n, "%s%slibunwind.so.8", old && *old ? old : "", old && *old ? " " : "");
-    int rc = setenv("LD_PRELOAD", v, 1);
-    free(v);
-    return rc;
+    return append_preload("libunwind.so.8");
 }
 
 /* What the interpreter runs (-c): strata's runner, imported with the current
@@ -111,6 +118,13 @@ int st_python_main(int argc, char **argv)
     const st_settings_t *set = &args.settings;
     if (st_settings_bool(set, ST_S_USE_SAMPLING) && st_settings_bool(set, ST_S_SAMPLING_NATIVE) &&
         strcmp(st_settings_str(set, ST_S_SAMPLING_UNWIND), "fp") != 0 && preload_libunwind() < 0) {
+        st_args_free(&args);
+        return die("out of memory");
+    }
+    /* under an MPI launcher: the MPI wrappers, so that mpi4py's calls are nodes under
+     * the Python functions that make them (native/mpi.h) */
+    char mpilib[PATH_MAX];
+    if (st_cli_mpi_wrappers(NULL, mpilib, sizeof mpilib) && append_preload(mpilib) < 0) {
         st_args_free(&args);
         return die("out of memory");
     }

@@ -156,11 +156,26 @@ static const char *mpi_flavour(const char *path)
     static const char *const openmpi[] = {"libmpi.so.40", "libmpi_mpifh.so.40", NULL};
     static const char *const mpich[] = {"libmpi.so.12", "libmpich.so.12", "libmpifort.so.12",
                                         "libmpichfort.so.12", NULL};
-    if (needs_library(path, openmpi))
+    if (path && needs_library(path, openmpi))
         return "openmpi";
-    if (needs_library(path, mpich))
+    if (path && needs_library(path, mpich))
         return "mpich";
     return NULL;
+}
+
+const char *st_cli_mpi_wrappers(const char *program, char *buf, size_t size)
+{
+    const char *mpi = mpi_flavour(program);
+    char lib[PATH_MAX];
+    if (!mpi || find_preload(lib, sizeof lib) < 0)
+        return NULL;
+    char *slash = strrchr(lib, '/');
+    if (slash)
+        *slash = '\0';
+    if (snprintf(buf, size, "%s/libstrata-mpi-%s.so", slash ? lib : ".", mpi) >= (int)size ||
+        access(buf, R_OK) != 0)
+        return NULL; /* strata was built without that MPI's headers */
+    return buf;
 }
 
 /* 0 when `prog` names an executable file (a path, or a name found in PATH) that
@@ -305,18 +320,10 @@ static int launch(int run, int argc, char **argv)
         st_strbuf_printf(&pre, "%s ", old);
     st_strbuf_puts(&pre, lib);
     /* strata run of an MPI program: the wrappers of its implementation, after */
-    const char *mpi = run ? mpi_flavour(path) : NULL;
     char mpilib[PATH_MAX];
-    if (mpi) {
-        snprintf(mpilib, sizeof mpilib, "%s", lib);
-        char *slash = strrchr(mpilib, '/');
-        size_t at = slash ? (size_t)(slash + 1 - mpilib) : 0;
-        snprintf(mpilib + at, sizeof mpilib - at, "libstrata-mpi-%s.so", mpi);
-        if (access(mpilib, R_OK) == 0)
-            st_strbuf_printf(&pre, " %s", mpilib);
-        else
-            mpi = NULL; /* strata was built without that MPI's headers */
-    }
+    const char *mpi = run ? st_cli_mpi_wrappers(path, mpilib, sizeof mpilib) : NULL;
+    if (mpi)
+        st_strbuf_printf(&pre, " %s", mpilib);
     char pid[32];
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     if (pre.failed || export_flags(&args.settings) < 0 || setenv("LD_PRELOAD", st_strbuf_cstr(&pre), 1) < 0 ||
@@ -325,7 +332,7 @@ static int launch(int run, int argc, char **argv)
         setenv("_STRATA_MODE", run ? "run" : "sample", 1) < 0 ||
         setenv("_STRATA_SAMPLE", pid, 1) < 0 || setenv("_STRATA_SAMPLE_TARGET", target, 1) < 0 ||
         setenv("_STRATA_SAMPLE_SHOWN", shown, 1) < 0 ||
-        (mpi ? setenv("_STRATA_MPI", mpi, 1) : unsetenv("_STRATA_MPI")) < 0) {
+        (mpi ? setenv("_STRATA_MPI", "1", 1) : unsetenv("_STRATA_MPI")) < 0) {
         st_strbuf_free(&pre);
         st_args_free(&args);
         return die("out of memory");

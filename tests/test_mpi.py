@@ -244,6 +244,50 @@ def test_mpi4py_under_strata_run(runner, venv_python):
         assert all(parents[k["parent"]] == "solve" for k in kids), kids
 
 
+def test_mpi4py_under_strata_python(runner, venv_python):
+    """strata python under mpirun preloads the MPI wrappers too: mpi4py's calls are
+    nodes under the Python function that made them, with their bytes, and the rank
+    from MPI_COMM_WORLD names the files."""
+    wrappers_built("openmpi")
+    probe = runner.run([venv_python, "-c", "import mpi4py"])
+    if probe.returncode != 0:
+        pytest.skip(f"mpi4py is not installed in {venv_python}")
+    runner.write("app.py", """
+        from array import array
+        from mpi4py import MPI
+
+        def reduce_all(comm):
+            x, y = array("d", [comm.rank + 1.0]), array("d", [0.0])
+            for _ in range(5):
+                comm.Allreduce(x, y, op=MPI.SUM)
+            return y[0]
+
+        comm = MPI.COMM_WORLD
+        total = reduce_all(comm)
+        comm.Barrier()
+        if comm.rank == 0:
+            print("ranks", comm.size, "sum", total)
+    """)
+    r = runner.run([need("openmpi", "run"), "-n", "2", "--oversubscribe", STRATA, "python",
+                    "-o", runner.dir / "res", "--", "app.py"], env=ENV, timeout=120)
+    assert r.returncode == 0 and "ranks 2 sum 3.0" in r.stdout, r.describe()
+    for rank, prof in enumerate(rank_profiles(runner.dir / "res", 2)):
+        assert prof["metadata"]["rank"] == rank
+        by_id, found = {}, {}
+        for th in prof["threads"]:
+            for n in th["nodes"]:
+                by_id[n["id"]] = n
+                if n["label"] == "MPI_Allreduce":
+                    found["allreduce"] = n
+                if n["label"] == "MPI_Barrier":
+                    found["barrier"] = n
+        allreduce = found["allreduce"]
+        assert allreduce["count"] == 5 and allreduce["metrics"]["mpi_bytes"] == 40, allreduce
+        assert by_id[allreduce["parent"]]["label"] == "reduce_all", by_id[allreduce["parent"]]
+        assert found["barrier"]["count"] == 1
+        assert (runner.dir / "res" / f"mpi_bytes-{rank}.txt").exists()
+
+
 def test_not_mpi_no_wrappers(runner, ring):
     """A program that is not MPI gets no MPI wrappers nor an mpi_bytes table; an
     MPI program run alone (a singleton) is one process with no rank, its MPI chosen

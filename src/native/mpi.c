@@ -23,6 +23,24 @@
 #pragma weak strata__mpi_exit
 #pragma weak strata__mpi_rank
 
+/* strata python's recorder, when its extension registers it (strata_mpi_hooks):
+ * used in place of the preload library's, which is not there then. */
+typedef int (*enter_fn)(const char *name, uint64_t bytes);
+typedef void (*exit_fn)(const char *name);
+typedef void (*rank_fn)(int rank, int size);
+static struct {
+    enter_fn enter;
+    exit_fn exit;
+    rank_fn rank;
+} hooks;
+
+EXPORT NOTRACE void strata_mpi_hooks(enter_fn e, exit_fn x, rank_fn r)
+{
+    __atomic_store_n(&hooks.exit, x, __ATOMIC_RELEASE);
+    __atomic_store_n(&hooks.rank, r, __ATOMIC_RELEASE);
+    __atomic_store_n(&hooks.enter, e, __ATOMIC_RELEASE);
+}
+
 /* The calling thread is inside an MPI call strata records: calls the
  * implementation makes of its own API are part of it, not calls of their own. */
 static __thread int inside __attribute__((tls_model("initial-exec")));
@@ -87,29 +105,42 @@ NOTRACE static int comm_size(MPI_Comm comm)
     return n;
 }
 
+/* 0: not recorded; 1: the preload library's recorder; 2: the hooks'. */
 NOTRACE static int enter(const char *name, uint64_t bytes)
 {
-    if (inside || !strata__mpi_enter)
+    if (inside)
+        return 0;
+    enter_fn hook = __atomic_load_n(&hooks.enter, __ATOMIC_ACQUIRE);
+    int which = hook ? 2 : strata__mpi_enter ? 1 : 0;
+    if (!which)
         return 0;
     inside = 1;
-    if (strata__mpi_enter(name, bytes))
-        return 1;
+    if (which == 2 ? hook(name, bytes) : strata__mpi_enter(name, bytes))
+        return which;
     inside = 0;
     return 0;
 }
 
-NOTRACE static void leave(const char *name)
+NOTRACE static void leave_which(const char *name, int which)
 {
-    strata__mpi_exit(name);
+    exit_fn hook = __atomic_load_n(&hooks.exit, __ATOMIC_ACQUIRE);
+    if (which == 2 && hook)
+        hook(name);
+    else if (which == 1)
+        strata__mpi_exit(name);
     inside = 0;
 }
+#define leave(name) leave_which(name, on)
 
 /* MPI_COMM_WORLD's rank and size, told to the preload library after MPI_Init. */
 NOTRACE static void tell_rank(void)
 {
     static int (*rank_of)(MPI_Comm, int *);
     REAL(rank_of, "PMPI_Comm_rank", c_libs);
-    if (!strata__mpi_rank || !rank_of)
+    rank_fn tell = __atomic_load_n(&hooks.rank, __ATOMIC_ACQUIRE);
+    if (!tell)
+        tell = strata__mpi_rank;
+    if (!tell || !rank_of)
         return;
 #ifdef OPEN_MPI
     /* MPI_COMM_WORLD is the address of a data symbol in Open MPI: found, not
@@ -126,7 +157,7 @@ NOTRACE static void tell_rank(void)
 #endif
     int rank, size = comm_size(world);
     if (rank_of(world, &rank) == MPI_SUCCESS)
-        strata__mpi_rank(rank, size);
+        tell(rank, size);
 }
 
 #define FAIL MPI_ERR_OTHER

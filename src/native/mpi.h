@@ -14,7 +14,10 @@
  * MPI call of a thread is recorded (an implementation calling its own API is part
  * of the call). After MPI_Init it tells the preload library the rank and size in
  * MPI_COMM_WORLD (strata__mpi_rank), which names the rank's files when the
- * launcher's variables did not. The wrapper library links nothing of MPI. */
+ * launcher's variables did not. Under `strata python` (the command preloads the
+ * library into the interpreter under an MPI launcher) the extension registers its
+ * own three calls instead (strata_mpi_hooks), which record into its session.
+ * The wrapper library links nothing of MPI. */
 #ifndef STRATA_NATIVE_MPI_H
 #define STRATA_NATIVE_MPI_H
 

@@ -309,9 +309,9 @@ static uint32_t sample_child(samples_t *sm, uint32_t node, uint32_t label)
 }
 
 /* One StackSample packet (with what it needs interned first), or nothing for a
- * sample with no frame that has a label. */
-static void write_sample(writer_t *w, const st_timeline_t *m, samples_t *sm, long pid,
-                         uint64_t tid, uint32_t seq, uint64_t *prev)
+ * sample with no frame that has a label. Returns 1 when a packet was written. */
+static int write_sample(writer_t *w, const st_timeline_t *m, samples_t *sm, long pid,
+                        uint64_t tid, uint32_t seq, uint64_t *prev)
 {
     const st_ev_t *e = sm->next;
     const st_ev_pair_t *p = (const st_ev_pair_t *)(e + 1);
@@ -362,7 +362,7 @@ static void write_sample(writer_t *w, const st_timeline_t *m, samples_t *sm, lon
         }
     }
     if (!node || sm->error)
-        return;
+        return 0;
     if (!sm->emitted[node]) {
         sm->emitted[node] = 1;
         uint32_t depth = 0;
@@ -393,6 +393,7 @@ static void write_sample(writer_t *w, const st_timeline_t *m, samples_t *sm, lon
     st_pb_uint(ss, 11, p->u0 * m->sample_period_ns); /* primary_weight */
     st_pb_msg(&w->pkt, PKT_STACK_SAMPLE, ss);
     emit(w);
+    return 1;
 }
 
 static void samples_free(samples_t *sm)
@@ -442,8 +443,8 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
             continue; /* the slices are the timeline's calls; instants its marks */
         int named = e->kind != ST_EV_END;
         int type = e->kind == ST_EV_BEGIN ? TE_BEGIN : e->kind == ST_EV_END ? TE_END : TE_INSTANT;
-        for (; sm.next && sm.next->ticks <= e->ticks && !sm.error; next_sample(&sm, m), (*nsamples)++)
-            write_sample(w, m, &sm, m->pid, th->tid, seq, &prev);
+        for (; sm.next && sm.next->ticks <= e->ticks && !sm.error; next_sample(&sm, m))
+            *nsamples += (uint64_t)write_sample(w, m, &sm, m->pid, th->tid, seq, &prev);
         uint64_t ns = st_timeline_ns(m, e->ticks);
         if (ns < prev)
             ns = prev; /* clock calibration never runs time backwards */
@@ -501,8 +502,8 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         emit(w);
         (*events)++;
     }
-    for (; sm.next && !sm.error; next_sample(&sm, m), (*nsamples)++)
-        write_sample(w, m, &sm, m->pid, th->tid, seq, &prev);
+    for (; sm.next && !sm.error; next_sample(&sm, m))
+        *nsamples += (uint64_t)write_sample(w, m, &sm, m->pid, th->tid, seq, &prev);
     int failed = r.error || sm.r.error || sm.error;
     samples_free(&sm);
     free(interned);

@@ -3,6 +3,7 @@
 #include "python/collector.h"
 #include "python/sampler.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -182,6 +183,8 @@ static const st_collector_t python_collector = {
 };
 
 /* begin(target_name, command): creates the session and its results folder. */
+static void mpi_hook(void);
+
 static PyObject *py_begin(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -223,6 +226,7 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     Py_DECREF(target_bytes);
     if (rc < 0)
         return raise_msg(&msg);
+    mpi_hook();
     snprintf(python_version, sizeof python_version, "%s", Py_GetVersion());
     char *sp = strchr(python_version, ' ');
     if (sp)
@@ -477,6 +481,68 @@ static PyObject *py_region_enter(PyObject *self, PyObject *args)
     }
     st_rec_enter_t(th, label, key, st_py.tracing);
     Py_RETURN_TRUE;
+}
+
+/* MPI calls from the program (mpi4py) under strata python: libstrata-mpi-*.so,
+ * preloaded by the command under an MPI launcher (native/mpi.h), calls these
+ * through the hooks registered at begin(), from any thread, with or without the
+ * GIL: each call a node under the Python function that made it, with its bytes. */
+static uint32_t mpi_bytes = ST_METRIC_NONE;
+
+static int mpi_enter(const char *name, uint64_t bytes)
+{
+    /* mpi4py calls MPI without the GIL: the thread's recorder state is found through
+     * its thread-local pointer alone (a thread that ran no profiled Python has none) */
+    st_rec_thread_t *th =
+        st_py.live && !st_py.finalized ? st_rec_self_sig(&st_py.session.rec) : NULL;
+    if (!th)
+        return 0;
+    /* the wrappers' names are constants: interned once each, known by address */
+    static __thread struct {
+        const char *name;
+        uint32_t label;
+    } cache[16];
+    uint32_t h = (uint32_t)((uintptr_t)name >> 3) & 15, label;
+    if (cache[h].name == name) {
+        label = cache[h].label;
+    } else {
+        if (st_intern_id(&st_py.session.labels, name, strlen(name), &label) < 0)
+            return 0;
+        cache[h].name = name;
+        cache[h].label = label;
+    }
+    st_rec_enter_t(th, label, name, st_py.tracing);
+    if (bytes && mpi_bytes != ST_METRIC_NONE)
+        st_rec_add_top(th, mpi_bytes, bytes);
+    return 1;
+}
+
+static void mpi_exit(const char *name)
+{
+    st_rec_thread_t *th = st_py.live ? st_rec_self_sig(&st_py.session.rec) : NULL;
+    if (th)
+        st_rec_exit_key_t(th, name, st_py.tracing);
+}
+
+static void mpi_rank(int rank, int size)
+{
+    if (st_py.live && !st_py.finalized && rank >= 0 && size > 1)
+        st_session_set_rank(&st_py.session, (uint32_t)rank);
+}
+
+typedef void (*mpi_hooks_fn)(int (*)(const char *, uint64_t), void (*)(const char *),
+                             void (*)(int, int));
+
+/* Registers the hooks with the MPI wrappers when they are loaded, and the metric
+ * of the calls' bytes (before any thread records). */
+static void mpi_hook(void)
+{
+    mpi_hooks_fn set = (mpi_hooks_fn)dlsym(RTLD_DEFAULT, "strata_mpi_hooks");
+    if (!set || st_rec_add_metric(&st_py.session.rec, "mpi_bytes", "bytes",
+                                  "bytes passed to MPI calls", ST_METRIC_BYTES, &mpi_bytes) < 0)
+        return;
+    st_py.session.mpi_bytes = mpi_bytes;
+    set(mpi_enter, mpi_exit, mpi_rank);
 }
 
 /* region_exit(key): closes the region region_enter opened with key. */
