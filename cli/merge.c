@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fsutil.h"
 #include "model/profile.h"
+#include "output/ptmerge.h"
 #include "output/registry.h"
 #include "results.h"
 
@@ -21,6 +23,30 @@ static void merge_usage(FILE *out)
           "a results folder. --format chooses what OUT holds (default text,json); files\n"
           "already in OUT are kept unless --force (an input is never written over).\n",
           out);
+}
+
+/* The ranks' traces as one, OUT/trace.pftrace (output/ptmerge.h). 0, or 2 after
+ * its error line. */
+static int merge_traces(char **traces, size_t n, const char *outdir, int keep)
+{
+    char path[PATH_MAX], shown[PATH_MAX];
+    st_msg_t msg;
+    if (snprintf(path, sizeof path, "%s/trace.pftrace", outdir) >= (int)sizeof path)
+        return st_cli_fail("the output folder's name is too long");
+    st_fs_out_t fo;
+    if (st_fs_out_open(&fo, path, &msg) < 0)
+        return st_cli_fail(msg.text);
+    if (st_ptmerge_write(&fo.buf, (const char *const *)traces, n, &msg) < 0) {
+        if (!fo.buf.sink_errno) {
+            st_fs_out_abort(&fo);
+            return st_cli_fail(msg.text);
+        }
+    }
+    if (st_fs_out_commit(&fo, keep ? ST_FS_KEEP : ST_FS_REPLACE, &msg) < 0)
+        return st_cli_fail(msg.text);
+    fprintf(stderr, "[strata] merged %zu trace%s into %s\n", n, n == 1 ? "" : "s",
+            st_text_printable(shown, sizeof shown, path));
+    return 0;
 }
 
 int st_merge_main(int argc, char **argv)
@@ -56,6 +82,22 @@ int st_merge_main(int argc, char **argv)
     if (rc == 0)
         rc = st_cli_load_all(&files, &p, 1, &msg);
     size_t nfiles = files.n;
+    /* the ranks' timelines: trace-<rank>.pftrace (trace.pftrace) beside each profile */
+    char **traces = calloc(files.n + 1, sizeof *traces);
+    size_t ntraces = 0;
+    for (size_t i = 0; rc == 0 && traces && i < files.n; i++) {
+        const char *path = files.paths[i], *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        size_t dir = (size_t)(base - path), blen = strlen(base);
+        if (strncmp(base, "profile", 7) != 0 || blen < 12 ||
+            strcmp(base + blen - 5, ".json") != 0)
+            continue;
+        char t[PATH_MAX];
+        int k = snprintf(t, sizeof t, "%.*strace%.*s.pftrace", (int)dir, path, (int)(blen - 12),
+                         base + 7);
+        if (k > 0 && k < (int)sizeof t && access(t, R_OK) == 0 && (traces[ntraces] = strdup(t)))
+            ntraces++;
+    }
     st_cli_paths_free(&files);
     if (rc < 0) {
         free(ids);
@@ -83,7 +125,12 @@ int st_merge_main(int argc, char **argv)
             fprintf(stderr, " (%u runs summed)", p.model.nruns);
         char shown[PATH_MAX];
         fprintf(stderr, " into %s\n", st_text_printable(shown, sizeof shown, o.out));
+        if (p.model.nranks && ntraces > 0)
+            status = merge_traces(traces, ntraces, o.out, !o.force);
     }
+    for (size_t i = 0; traces && i < ntraces; i++)
+        free(traces[i]);
+    free(traces);
     st_strbuf_free(&written);
     st_strbuf_free(&errors);
     st_profile_free(&p);

@@ -151,6 +151,33 @@ def check_summary(text: str):
     assert by_bytes[0][5:] == ["80000", "80000"], by_bytes
 
 
+def test_one_trace_for_all_ranks(runner, ring):
+    """`strata merge` of traced ranks writes one trace.pftrace: a process a rank,
+    each with its MPI calls as slices, the ranks' sequences apart."""
+    from test_trace import decode, need_schema
+    need_schema()
+    flavour, ring = ring
+    extra = ["--oversubscribe"] if flavour == "openmpi" else []
+    r = runner.run([need(flavour, "run"), "-n", "2", *extra, STRATA, "run", "--trace", "-o",
+                    runner.dir / "res", "--", ring], env=ENV, timeout=120)
+    assert r.returncode == 0, r.describe()
+    m = runner.run([STRATA, "merge", "-o", runner.dir / "merged", runner.dir / "res"])
+    assert m.returncode == 0 and "merged 2 traces" in m.stderr, m.describe()
+    tr = decode(runner.dir / "merged" / "trace.pftrace")
+    pids = {pid for pid, _ in tr.processes.values()}
+    assert len(pids) == 2, tr.processes
+    per_process = {}
+    tids = {uuid: tid for uuid, (tid, _) in tr.threads.items()}
+    for tid, slices in tr.slices.items():
+        per_process.setdefault(tid, 0)
+        per_process[tid] += sum(1 for s in slices if s[0] == "MPI_Allreduce")
+    assert sorted(v for v in per_process.values() if v) == [10, 10], per_process
+    assert len(tids) >= 2
+    # the merged trace holds both ranks' files whole
+    sizes = sum(p.stat().st_size for p in (runner.dir / "res").glob("trace-*.pftrace"))
+    assert abs((runner.dir / "merged" / "trace.pftrace").stat().st_size - sizes) < sizes // 10
+
+
 def test_without_finalize(runner, ring):
     """A program that never calls MPI_Finalize: each rank still writes its profile
     at exit, and mpirun's verdict is the same as without strata."""

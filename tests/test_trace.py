@@ -76,7 +76,8 @@ class Trace:
 
     def __init__(self, data: bytes):
         self.threads = {}      # track uuid -> (tid, name)
-        self.process = None    # (pid, name)
+        self.process = None    # (pid, name): the first process described
+        self.processes = {}    # track uuid -> (pid, name): every one (a merged MPI job's)
         self.counters = {}     # track uuid -> name
         self.attributes = {}
         self.slices = {}       # tid -> [(name, begin_ns, end_ns, depth)]
@@ -93,9 +94,12 @@ class Trace:
             assert seq is not None, "packet without trusted_packet_sequence_id"
             st = seqs.get(seq)
             flags = first(p, 13, 0)
+            # sequence 1 of each trace holds its descriptors (strata merge moves a
+            # rank's sequences to a range of 65536 of their own)
+            global_seq = seq % 65536 == 1
             if st is None:
                 st = seqs[seq] = {"names": {}, "stack": [], "ts": None, "track": None,
-                                  "tid": None, "started": seq == 1, "functions": {},
+                                  "tid": None, "started": global_seq, "functions": {},
                                   "frames": {}, "callstacks": {}}
             td = first(p, 60)
             if td is not None:
@@ -105,7 +109,7 @@ class Trace:
                 for a in every(fields(attrs), 1):
                     af = fields(a)
                     self.attributes[first(af, 1).decode()] = first(af, 3, b"").decode()
-            if seq == 1:
+            if global_seq:
                 continue
             if not st["started"]:
                 # The first packet of an event sequence clears the state and sets up.
@@ -145,7 +149,8 @@ class Trace:
                 sf = fields(ss)
                 task = fields(first(sf, 1))
                 tid = first(task, 3)
-                assert first(task, 2) == self.process[0], "sample of another process"
+                assert first(task, 2) in {p[0] for p in self.processes.values()}, \
+                    "sample of a process not described"
                 cs = first(sf, 6)
                 assert cs in st["callstacks"], f"callstack iid {cs} used before it was interned"
                 self.stack_samples.setdefault(tid, []).append(
@@ -182,7 +187,8 @@ class Trace:
         uuid = first(td, 1)
         if first(td, 3) is not None:
             pf = fields(first(td, 3))
-            self.process = (first(pf, 1), first(pf, 6, b"").decode())
+            self.processes[uuid] = (first(pf, 1), first(pf, 6, b"").decode())
+            self.process = self.process or self.processes[uuid]
         elif first(td, 4) is not None:
             tf = fields(first(td, 4))
             self.threads[uuid] = (first(tf, 2), first(tf, 5, b"").decode())
