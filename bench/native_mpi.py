@@ -24,12 +24,10 @@ Target (issue 14): at most 50 ns a call.
 
 import datetime
 import os
-import random
 import shutil
 import statistics
-import tempfile
 
-from run import BENCH, BUILD_DIR, clean_env, log, run_capture, last_line, timed_run, update_doc
+from run import BENCH, BUILD_DIR, clean_env, compile_all, round_robin, update_doc
 
 SOURCE = os.path.join(BENCH, "workloads", "native", "mpi_bench.c")
 FLOOR = os.path.join(BENCH, "floor", "mpifloor.c")
@@ -43,13 +41,9 @@ ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
 
 
 def build(mpicc):
-    os.makedirs(OUT, exist_ok=True)
     prog, floor = os.path.join(OUT, "mpi_bench"), os.path.join(OUT, "libmpifloor.so")
-    for cmd in ([mpicc, "-O2", SOURCE, "-o", prog],
-                [mpicc, "-O2", "-fPIC", "-shared", FLOOR, "-o", floor]):
-        rc, out = run_capture(cmd)
-        if rc != 0:
-            raise SystemExit(f"bench: {' '.join(cmd)} failed: {last_line(out)}")
+    compile_all(OUT, ([mpicc, "-O2", SOURCE, "-o", prog],
+                      [mpicc, "-O2", "-fPIC", "-shared", FLOOR, "-o", floor]))
     return prog, floor
 
 
@@ -66,22 +60,10 @@ def main_mpi(args, repeats, strata):
         "strata": lambda a, d: ([mpirun, "-n", "2", strata, "run", "-o", d, "--", prog] + a,
                                 dict(env, STRATA_PRINT_TABLES="OFF")),
     }
-    ns = {w: {c: [] for c in configs} for w in WORKLOADS}
-    with tempfile.TemporaryDirectory() as tmp:
-        for rnd in range(repeats + 1):
-            order = [(w, c) for w in WORKLOADS for c in configs]
-            random.shuffle(order)
-            for w, c in order:
-                iters = ITERS * 10 if w == "test" else ITERS
-                cmd, cenv = configs[c]([w, str(iters)], os.path.join(tmp, f"{w}-{c}-{rnd}"))
-                r = timed_run(cmd, cenv, tmp, args.timeout)
-                if r.rc != 0:
-                    raise SystemExit(f"bench: {' '.join(cmd)} failed ({r.rc}): "
-                                     f"{last_line(r.stderr)}")
-                value, check = r.stdout.split()[0], r.stdout.split()[-1]
-                if rnd:
-                    ns[w][c].append((float(value), check))
-            log(f"bench: round {rnd} of {repeats} done" if rnd else "bench: warm-up done")
+    items = {w: [w, str(ITERS * 10 if w == "test" else ITERS)] for w in WORKLOADS}
+    runs = round_robin(configs, items, repeats, args.timeout)
+    ns = {w: {c: [(float(r.stdout.split()[0]), r.stdout.split()[-1]) for r in runs[(w, c)]]
+              for c in configs} for w in WORKLOADS}
     rows, added = [], {}
     for w, calls in WORKLOADS.items():
         if len({chk for c in configs for _, chk in ns[w][c]}) != 1:

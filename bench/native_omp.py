@@ -15,12 +15,10 @@ would count their spinning), medians. Target (issue 14): a parallel-for with
 
 import datetime
 import os
-import random
 import shutil
 import statistics
-import tempfile
 
-from run import BENCH, BUILD_DIR, clean_env, log, run_capture, last_line, timed_run, update_doc
+from run import BENCH, BUILD_DIR, clean_env, compile_all, round_robin, update_doc
 
 SOURCE = os.path.join(BENCH, "workloads", "native", "omp_bench.c")
 FLOOR = os.path.join(BENCH, "floor", "omptfloor.c")
@@ -31,13 +29,9 @@ MARKERS = ("<!-- bench-omp:begin (written by bench/run.py --mode omp --update-do
 
 
 def build(cc):
-    os.makedirs(OUT, exist_ok=True)
     prog, floor = os.path.join(OUT, "omp_bench"), os.path.join(OUT, "libomptfloor.so")
-    for cmd in ([cc, "-O2", "-fopenmp", SOURCE, "-o", prog],
-                [cc, "-O2", "-fPIC", "-shared", FLOOR, "-o", floor]):
-        rc, out = run_capture(cmd)
-        if rc != 0:
-            raise SystemExit(f"bench: {' '.join(cmd)} failed: {last_line(out)}")
+    compile_all(OUT, ([cc, "-O2", "-fopenmp", SOURCE, "-o", prog],
+                      [cc, "-O2", "-fPIC", "-shared", FLOOR, "-o", floor]))
     return prog, floor
 
 
@@ -49,28 +43,14 @@ def main_omp(args, repeats, strata):
     prog, floor = build(cc)
     env = dict(clean_env(), OMP_NUM_THREADS="2")
     configs = {
-        "plain": lambda d: ([prog, str(REGIONS)], env),
-        "floor": lambda d: ([prog, str(REGIONS)], dict(env, LD_PRELOAD=floor)),
-        "strata": lambda d: ([strata, "run", "-o", d, "--", prog, str(REGIONS)],
-                             dict(env, STRATA_PRINT_TABLES="OFF")),
+        "plain": lambda a, d: ([prog] + a, env),
+        "floor": lambda a, d: ([prog] + a, dict(env, LD_PRELOAD=floor)),
+        "strata": lambda a, d: ([strata, "run", "-o", d, "--", prog] + a,
+                                dict(env, STRATA_PRINT_TABLES="OFF")),
     }
-    wall = {c: [] for c in configs}
-    outs = set()
-    with tempfile.TemporaryDirectory() as tmp:
-        for rnd in range(repeats + 1):
-            order = list(configs)
-            random.shuffle(order)
-            for c in order:
-                cmd, cenv = configs[c](os.path.join(tmp, f"{c}-{rnd}"))
-                r = timed_run(cmd, cenv, tmp, args.timeout)
-                if r.rc != 0:
-                    raise SystemExit(f"bench: {' '.join(cmd)} failed ({r.rc}): "
-                                     f"{last_line(r.stderr)}")
-                outs.add(r.stdout.strip())
-                if rnd:
-                    wall[c].append(r.wall)
-            log(f"bench: round {rnd} of {repeats} done" if rnd else "bench: warm-up done")
-    if len(outs) != 1:
+    runs = round_robin(configs, {"regions": [str(REGIONS)]}, repeats, args.timeout)
+    wall = {c: [r.wall for r in runs[("regions", c)]] for c in configs}
+    if len({r.stdout.strip() for rs in runs.values() for r in rs}) != 1:
         raise SystemExit("bench: the configurations computed different results")
     m = {c: statistics.median(v) for c, v in wall.items()}
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")

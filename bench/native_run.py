@@ -37,8 +37,8 @@ import random
 import statistics
 import tempfile
 
-from run import (BENCH, BUILD_DIR, ROOT, clean_env, log, run_capture, last_line, timed_run,
-                 update_doc)
+from run import (BENCH, BUILD_DIR, ROOT, clean_env, compile_all, last_line, log, round_robin,
+                 timed_run, update_doc)
 
 SOURCE = os.path.join(BENCH, "workloads", "native", "calls.c")
 FLOOR = os.path.join(BENCH, "floor", "cygfloor.c")
@@ -54,16 +54,12 @@ MARKERS = ("<!-- bench-run:begin (written by bench/run.py --mode run --update-do
 
 
 def build(cc):
-    os.makedirs(OUT, exist_ok=True)
     inc = "-I" + os.path.join(ROOT, "include")
     plain, instr = os.path.join(OUT, "calls"), os.path.join(OUT, "calls-instr")
     floor = os.path.join(OUT, "libcygfloor.so")
-    for cmd in ([cc, "-O2", inc, SOURCE, "-o", plain],
-                [cc, "-O2", "-finstrument-functions", inc, SOURCE, "-o", instr],
-                [cc, "-O2", "-fPIC", "-shared", FLOOR, "-o", floor]):
-        rc, out = run_capture(cmd)
-        if rc != 0:
-            raise SystemExit(f"bench: {' '.join(cmd)} failed: {last_line(out)}")
+    compile_all(OUT, ([cc, "-O2", inc, SOURCE, "-o", plain],
+                      [cc, "-O2", "-finstrument-functions", inc, SOURCE, "-o", instr],
+                      [cc, "-O2", "-fPIC", "-shared", FLOOR, "-o", floor]))
     return plain, instr, floor
 
 
@@ -113,20 +109,8 @@ def main_run(args, repeats, strata):
         "strata": lambda a, d: ([strata, "run", "-o", d, "--", instr] + a,
                                 dict(env, STRATA_PRINT_TABLES="OFF")),
     }
-    cpu = {w: {c: [] for c in configs} for w in WORKLOADS}
-    with tempfile.TemporaryDirectory() as tmp:
-        for rnd in range(repeats + 1):
-            order = [(w, c) for w in WORKLOADS for c in configs]
-            random.shuffle(order)
-            for w, c in order:
-                cmd, cenv = configs[c](WORKLOADS[w][0], os.path.join(tmp, f"{w}-{c}-{rnd}"))
-                r = timed_run(cmd, cenv, tmp, args.timeout)
-                if r.rc != 0:
-                    raise SystemExit(f"bench: {' '.join(cmd)} failed ({r.rc}): "
-                                     f"{last_line(r.stderr)}")
-                if rnd:
-                    cpu[w][c].append((r.cpu, r.stdout))
-            log(f"bench: round {rnd} of {repeats} done" if rnd else "bench: warm-up done")
+    runs = round_robin(configs, {w: v[0] for w, v in WORKLOADS.items()}, repeats, args.timeout)
+    cpu = {w: {c: [(r.cpu, r.stdout) for r in runs[(w, c)]] for c in configs} for w in WORKLOADS}
     rows, med = [], {}
     for w, (argv, events) in WORKLOADS.items():
         outs = {out for c in configs for _, out in cpu[w][c]}

@@ -165,6 +165,37 @@ def last_line(text):
     return lines[-1] if lines else "no output"
 
 
+def compile_all(out_dir, cmds):
+    """Runs each build command (out_dir made first); exits on the first that fails."""
+    os.makedirs(out_dir, exist_ok=True)
+    for cmd in cmds:
+        rc, out = run_capture(cmd)
+        if rc != 0:
+            raise SystemExit(f"bench: {' '.join(cmd)} failed: {last_line(out)}")
+
+
+def round_robin(configs, items, repeats, timeout):
+    """Runs every (item, configuration) once a round, in a shuffled order: a warm-up
+    round, then `repeats` timed ones. configs: name -> f(args, results dir) ->
+    (command, env); items: name -> args. Returns {(item, config): [Run, ...]} of
+    the timed rounds; exits when a run fails."""
+    runs = {(i, c): [] for i in items for c in configs}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rnd in range(repeats + 1):
+            order = list(runs)
+            random.shuffle(order)
+            for i, c in order:
+                cmd, cenv = configs[c](items[i], os.path.join(tmp, f"{i}-{c}-{rnd}"))
+                r = timed_run(cmd, cenv, tmp, timeout)
+                if r.rc != 0:
+                    raise SystemExit(f"bench: {' '.join(cmd)} failed ({r.rc}): "
+                                     f"{last_line(r.stderr)}")
+                if rnd:
+                    runs[(i, c)].append(r)
+            log(f"bench: round {rnd} of {repeats} done" if rnd else "bench: warm-up done")
+    return runs
+
+
 # --------------------------------------------------------------------------- setup
 
 class Tool:

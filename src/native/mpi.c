@@ -306,8 +306,8 @@ typedef void *p_;
 #define FA10 FA9, a10
 #define FA13 FA10, a11, a12, a13
 
-/* One Fortran entry point `sym` of `mpi` with n pointer arguments. */
-#define FONE(sym, mpi, n, bytes)                                                           \
+/* One Fortran entry point `sym` of `mpi` with n pointer arguments, then `after`. */
+#define FCALL(sym, mpi, n, bytes, after)                                                   \
     EXPORT NOTRACE void sym(FP##n)                                                         \
     {                                                                                      \
         static void (*real)(FP##n);                                                        \
@@ -318,7 +318,9 @@ typedef void *p_;
         real(FA##n);                                                                       \
         if (on)                                                                            \
             leave(mpi);                                                                    \
+        after;                                                                             \
     }
+#define FONE(sym, mpi, n, bytes) FCALL(sym, mpi, n, bytes, (void)0)
 /* Every spelling of a Fortran MPI routine. */
 #define FWRAP(lower, upper, mpi, n, bytes)                                                 \
     FONE(lower##_, mpi, n, bytes)                                                          \
@@ -347,19 +349,7 @@ FWRAP(mpi_finalize, MPI_FINALIZE, "MPI_Finalize", 1, 0)
 
 /* Fortran's MPI_Init and MPI_Init_thread, then the rank (the Fortran layer calls
  * PMPI_Init itself: the C wrapper never sees it). */
-#define FINIT(sym, mpi, n)                                                                 \
-    EXPORT NOTRACE void sym(FP##n)                                                         \
-    {                                                                                      \
-        static void (*real)(FP##n);                                                        \
-        REAL(real, #sym, f_libs);                                                          \
-        if (!real)                                                                         \
-            return;                                                                        \
-        int on = enter(mpi, 0);                                                            \
-        real(FA##n);                                                                       \
-        if (on)                                                                            \
-            leave(mpi);                                                                    \
-        tell_rank();                                                                       \
-    }
+#define FINIT(sym, mpi, n) FCALL(sym, mpi, n, 0, tell_rank())
 #define FINITS(lower, upper, mpi, n)                                                       \
     FINIT(lower##_, mpi, n) FINIT(lower##__, mpi, n) FINIT(lower, mpi, n)                 \
     FINIT(upper, mpi, n) FINIT(lower##_f08_, mpi, n)

@@ -55,17 +55,26 @@ static void put_ranges(st_strbuf_t *out, const uint32_t *ranks, const uint8_t *w
         st_strbuf_puts(out, "-");
 }
 
+uint32_t *st_loadbal_ranks(const st_model_t *m, uint32_t *nr, st_strbuf_t *out,
+                           const char *what, int *err)
+{
+    uint32_t *ranks = st_model_ranks(m, nr);
+    *err = ranks ? 0 : ST_ENOMEM;
+    if (ranks && *nr == 0) {
+        free(ranks);
+        st_strbuf_printf(out, "no MPI ranks in this result: no %s\n", what);
+        return NULL;
+    }
+    return ranks;
+}
+
 int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
 {
     uint32_t nr;
-    uint32_t *ranks = st_model_ranks(m, &nr);
+    int err;
+    uint32_t *ranks = st_loadbal_ranks(m, &nr, out, "load-balance table", &err);
     if (!ranks)
-        return ST_ENOMEM;
-    if (nr == 0) {
-        free(ranks);
-        st_strbuf_puts(out, "no MPI ranks in this result: no load-balance table\n");
-        return 0;
-    }
+        return err;
     /* functions are keyed as the function graph keys them: build one graph over all
      * ranks for the list, then one per rank for the times */
     /* what a rank's work is measured in: the primary timer, else stack samples

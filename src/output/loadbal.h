@@ -16,6 +16,12 @@
 #include "model/model.h"
 #include "base/strbuf.h"
 
+/* The distinct ranks of m, sorted (malloc'd: free), *nr of them; with none, NULL
+ * and *err 0 after a line in out saying there is no `what`; NULL and *err
+ * ST_ENOMEM when out of memory. For the writers of per-rank views. */
+uint32_t *st_loadbal_ranks(const st_model_t *m, uint32_t *nr, st_strbuf_t *out,
+                           const char *what, int *err);
+
 /* Appends the table to out (times in seconds with `precision` decimals).
  * Returns 0, or ST_ENOMEM. A model without ranks gets a one-line note. */
 int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision);

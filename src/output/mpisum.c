@@ -8,6 +8,7 @@
 #include "base/u64map.h"
 #include "model/names.h"
 #include "output/grid.h"
+#include "output/loadbal.h"
 
 /* 1 when `label` names an MPI call. */
 static int is_mpi(const st_model_t *m, uint32_t label)
@@ -160,17 +161,25 @@ static void put_name(st_strbuf_t *b, const st_model_t *m, uint32_t label)
     st_strbuf_puts(b, label == ST_PATH_NONE ? "(top)" : st_name_text(m, label));
 }
 
+/* A site's row and its first cells: the call, its caller, the calls. */
+static void site_row(st_grid_t *g, st_strbuf_t *b, const st_model_t *m, const site_t *x)
+{
+    st_grid_row(g);
+    put_name(b, m, x->call);
+    st_grid_cell(g, 0, b);
+    put_name(b, m, x->caller);
+    st_grid_cell(g, 1, b);
+    st_strbuf_printf(b, "%llu", (unsigned long long)x->calls);
+    st_grid_cell(g, 2, b);
+}
+
 int st_mpisum_write(st_strbuf_t *out, const st_model_t *m, int precision)
 {
     uint32_t nr;
-    uint32_t *ranks = st_model_ranks(m, &nr);
+    int err;
+    uint32_t *ranks = st_loadbal_ranks(m, &nr, out, "MPI summary", &err);
     if (!ranks)
-        return ST_ENOMEM;
-    if (nr == 0) {
-        free(ranks);
-        st_strbuf_puts(out, "no MPI ranks in this result: no MPI summary\n");
-        return 0;
-    }
+        return err;
     int timer = st_model_timer(m);
     uint32_t bytes_metric = m->metrics ? st_metrics_find(m->metrics, "mpi_bytes") : ST_METRIC_NONE;
     sites_t s = {.nr = nr};
@@ -258,13 +267,7 @@ int st_mpisum_write(st_strbuf_t *out, const st_model_t *m, int precision)
         for (uint32_t ri = 0; ri < nr; ri++)
             var += (x->per_rank[ri] - mean) * (x->per_rank[ri] - mean);
         var /= nr;
-        st_grid_row(&g);
-        put_name(&b, m, x->call);
-        st_grid_cell(&g, 0, &b);
-        put_name(&b, m, x->caller);
-        st_grid_cell(&g, 1, &b);
-        st_strbuf_printf(&b, "%llu", (unsigned long long)x->calls);
-        st_grid_cell(&g, 2, &b);
+        site_row(&g, &b, m, x);
         st_strbuf_printf(&b, "%.*f", precision, x->time);
         st_grid_cell(&g, 3, &b);
         st_strbuf_printf(&b, "%.1f", app_all > 0 ? 100.0 * x->time / app_all : 0.0);
@@ -291,13 +294,7 @@ int st_mpisum_write(st_strbuf_t *out, const st_model_t *m, int precision)
         st_grid_column(&g, bheads[i], i > 1);
     for (uint32_t k = 0; k < s.n && k < ST_MPISUM_TOP && s.sites[k].bytes > 0; k++) {
         const site_t *x = &s.sites[k];
-        st_grid_row(&g);
-        put_name(&b, m, x->call);
-        st_grid_cell(&g, 0, &b);
-        put_name(&b, m, x->caller);
-        st_grid_cell(&g, 1, &b);
-        st_strbuf_printf(&b, "%llu", (unsigned long long)x->calls);
-        st_grid_cell(&g, 2, &b);
+        site_row(&g, &b, m, x);
         double vals[4] = {x->bytes, x->calls ? x->bytes / (double)x->calls : 0, x->min_bytes,
                           x->max_bytes};
         for (int i = 0; i < 4; i++) {
