@@ -14,6 +14,7 @@ import pytest
 
 from conftest import STRATA, have_strata
 from test_report import Env, bad
+from test_trace import every, fields, first
 
 pytestmark = pytest.mark.skipif(not have_strata(), reason=f"strata is not built: {STRATA}")
 
@@ -116,6 +117,87 @@ def test_html_load_balance_chart(env, ranks):
     assert attrs.get("data-errors") == "", attrs
     name, bars = attrs["data-balance"].rsplit(":", 1)
     assert bars == "4" and name.split(" [")[0] in ("fib", "solve", "main"), attrs
+
+
+def _enc_varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _encode(fs):
+    """Writes a message back from fields() (numbers, wire types, values)."""
+    out = bytearray()
+    for num, wt, v in fs:
+        out += _enc_varint(num << 3 | wt)
+        out += _enc_varint(v) if wt == 0 else (_enc_varint(len(v)) + v if wt == 2 else v)
+    return bytes(out)
+
+
+def _snapshot(packet_fields):
+    """{clock id: timestamp} of a packet's ClockSnapshot, or None."""
+    snap = first(packet_fields, 6)
+    if snap is None:
+        return None
+    return {first(fields(c), 1): first(fields(c), 2) for c in every(fields(snap), 1)}
+
+
+def test_merged_trace_aligns_hosts(env):
+    """Ranks traced on two hosts: the second's CLOCK_MONOTONIC becomes a clock of its
+    own and its CLOCK_BOOTTIME readings move by the hosts' difference of REALTIME
+    less BOOTTIME, so both land on the first host's BOOTTIME by the wall clock;
+    ranks of one host are copied as they are. (The second host is made by moving
+    the BOOTTIME of rank 1's snapshot by 1000 s, as another boot time would.)"""
+    for rank in (0, 1):
+        r = env.strata("python", "--trace", "-o", "hosts", "--", "prog.py",
+                       env={"OMPI_COMM_WORLD_RANK": rank})
+        assert r.returncode == 0, r.describe()
+    hosts = env.root / "hosts"
+    shift = 1000 * 10**9
+    data = (hosts / "trace-1.pftrace").read_bytes()
+    packets = every(fields(data), 1)
+    original = _snapshot(fields(packets[0]))
+    assert set(original) == {1, 3, 6}, original  # REALTIME, MONOTONIC, BOOTTIME
+    pf = fields(packets[0])
+    snap = [(n, wt, v) for n, wt, v in fields(first(pf, 6))]
+    moved = []
+    for n, wt, v in snap:
+        if n == 1:
+            c = fields(v)
+            if first(c, 1) == 6:
+                c = [(cn, cw, cv + shift if cn == 2 else cv) for cn, cw, cv in c]
+            v = _encode(c)
+        moved.append((n, wt, v))
+    pf = [(n, wt, _encode(moved) if n == 6 else v) for n, wt, v in pf]
+    out = _encode([(1, 2, _encode(pf))] + [(1, 2, p) for p in packets[1:]])
+    (hosts / "trace-1.pftrace").write_bytes(out)
+    r = env.strata("merge", "-o", "hosts-merged", hosts)
+    assert r.returncode == 0 and "merged 2 traces" in r.stderr, r.describe()
+    merged = every(fields((env.root / "hosts-merged" / "trace.pftrace").read_bytes()), 1)
+    by_seq = {}
+    for p in merged:
+        pf = fields(p)
+        by_seq.setdefault(first(pf, 10), []).append(pf)
+    rank0, rank1 = by_seq[1], by_seq[65537]
+    assert _snapshot(rank0[0]) == _snapshot(fields(every(fields(
+        (hosts / "trace-0.pftrace").read_bytes()), 1)[0])), "rank 0 copied as it is"
+    snap1 = _snapshot(rank1[0])
+    assert set(snap1) == {1, 129, 6}, snap1  # its MONOTONIC is a clock of its own
+    assert snap1[1] == original[1] and snap1[129] == original[3]
+    # back on the first host's BOOTTIME: the fake boot shift undone, within the
+    # microseconds between the two runs' readings of REALTIME less BOOTTIME
+    assert abs(snap1[6] - original[6]) < 10**6, (snap1[6], original[6])
+    # its descriptors stamped with its own MONOTONIC
+    clocks = {first(pf, 58) for pf in rank1 if first(pf, 58) is not None}
+    assert clocks == {129}, clocks
+    # the decoder reads the merged trace whole
+    from test_trace import decode
+    tr = decode(env.root / "hosts-merged" / "trace.pftrace")
+    assert len(tr.processes) == 2
 
 
 def test_report_reads_a_folder_of_ranks(env, ranks):

@@ -65,6 +65,7 @@
 #define ID_MAPPINGS 19
 #define UNIT_NANOSECONDS 1
 /* clocks */
+#define CLOCK_REALTIME_ID 1
 #define CLOCK_MONOTONIC_ID 3
 #define CLOCK_BOOTTIME_ID 6
 #define CLOCK_SEQ_INCREMENTAL 64
@@ -127,6 +128,12 @@ static void write_clock_snapshot(writer_t *w, const st_timeline_t *m)
     st_pb_uint(clock, 1, CLOCK_BOOTTIME_ID);
     st_pb_uint(clock, 2, m->base_boot_ns);
     st_pb_msg(snap, 1, clock);
+    if (m->base_real_ns) {
+        st_strbuf_reset(clock);
+        st_pb_uint(clock, 1, CLOCK_REALTIME_ID);
+        st_pb_uint(clock, 2, m->base_real_ns);
+        st_pb_msg(snap, 1, clock);
+    }
     st_pb_uint(snap, 2, CLOCK_BOOTTIME_ID); /* primary_trace_clock */
     st_pb_uint(&w->pkt, PKT_SEQ_ID, 1);
     st_pb_msg(&w->pkt, PKT_CLOCK_SNAPSHOT, snap);

@@ -5,10 +5,18 @@
  * trusted_packet_sequence_id, moved into a range of its own (the i-th file's
  * sequence s becomes s + i * 65536), so that the ranks' sequences, their interned
  * names and incremental timestamps stay apart. Track uuids come from the process
- * id in strata's traces, so the ranks' tracks are apart too. The timestamps are
- * each host's clocks (CLOCK_MONOTONIC and CLOCK_BOOTTIME, with the snapshot that
- * relates them): ranks of one host line up exactly; ranks of several hosts are each
- * on their host's clock. Streamed: one packet in memory at a time. */
+ * id in strata's traces, so the ranks' tracks are apart too.
+ *
+ * Clocks. A trace stamps its events with its host's CLOCK_MONOTONIC, and its first
+ * clock snapshot relates that to CLOCK_BOOTTIME and CLOCK_REALTIME. Ranks of the
+ * first file's host (REALTIME less BOOTTIME within a millisecond of its) are
+ * copied as they are: they share the clocks. A file of another host gets a
+ * MONOTONIC of its own (clock id 128 + its index, in its snapshots and its
+ * timestamps), and its BOOTTIME readings are moved by the difference of the two
+ * hosts' REALTIME less BOOTTIME, so that every rank lands on the first host's
+ * BOOTTIME by the wall clock: aligned as well as the hosts' wall clocks agree
+ * (NTP: usually within a millisecond). A trace without REALTIME (strata before
+ * it) is copied as it is. Streamed: one packet in memory at a time. */
 #ifndef STRATA_OUTPUT_PTMERGE_H
 #define STRATA_OUTPUT_PTMERGE_H
 

@@ -41,6 +41,8 @@ typedef struct {
     uint64_t base_ticks;     /* a tick reading ... */
     uint64_t base_mono_ns;   /* ... and CLOCK_MONOTONIC at the same moment */
     uint64_t base_boot_ns;   /* CLOCK_BOOTTIME at the same moment */
+    uint64_t base_real_ns;   /* CLOCK_REALTIME at the same moment (0: not known), so
+                              * that traces of several hosts can be aligned */
     /* stack samples (metric sample_metric of the signal lane): sampled id f is
      * the labels sample_chain[sample_first[f] .. sample_first[f + 1]), outermost
      * first; sample_first NULL: no samples on the timeline */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -227,6 +228,12 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         .nattrs = sizeof keys / sizeof keys[0] - (spill_err ? 0 : 1),
     };
     st_clock_base(&m.base_ticks, &m.base_mono_ns, &m.base_boot_ns);
+    /* the wall clock at the same moment: CLOCK_REALTIME less CLOCK_BOOTTIME is the
+     * same now as then, but for a step of the wall clock meanwhile */
+    struct timespec real, boot;
+    if (clock_gettime(CLOCK_REALTIME, &real) == 0 && clock_gettime(CLOCK_BOOTTIME, &boot) == 0)
+        m.base_real_ns = m.base_boot_ns + (uint64_t)((int64_t)real.tv_sec - boot.tv_sec) * 1000000000u +
+                         (uint64_t)((int64_t)real.tv_nsec - boot.tv_nsec);
     counter_tracks(s, &m, counters, &m.ncounters);
     st_perfetto_stats_t ps = {0, 0, 0, 0};
     int rc = 0;

@@ -255,6 +255,7 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .base_ticks = 0,
         .base_mono_ns = MONO_BASE_NS,
         .base_boot_ns = BOOT_BASE_NS,
+        .base_real_ns = BOOT_BASE_NS + 1700000000000000000ull,
         .attr_keys = attr_keys,
         .attr_values = attr_values,
         .nattrs = sizeof attr_keys / sizeof attr_keys[0],
