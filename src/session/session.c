@@ -319,6 +319,14 @@ static void incomplete_path(const st_session_t *s, char *buf, size_t size)
         *buf = '\0';
 }
 
+/* Leaves the note under the run's current name: 0, or < 0 (why says why). */
+static int mark(const st_session_t *s, st_msg_t *why)
+{
+    char note[PATH_MAX];
+    incomplete_path(s, note, sizeof note);
+    return *note ? st_fs_write_atomic(note, incomplete_note, sizeof incomplete_note - 1, why) : 0;
+}
+
 void st_session_unmark(st_session_t *s)
 {
     char path[PATH_MAX];
@@ -334,11 +342,8 @@ void st_session_set_rank(st_session_t *s, uint32_t rank)
     st_session_unmark(s);
     s->has_rank = 1;
     s->rank = rank;
-    char note[PATH_MAX];
-    incomplete_path(s, note, sizeof note);
     st_msg_t why;
-    if (*note)
-        st_fs_write_atomic(note, incomplete_note, sizeof incomplete_note - 1, &why);
+    mark(s, &why);
 }
 
 int st_session_outdir(const st_settings_t *set, const char *target, int has_rank,
@@ -391,13 +396,10 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
     int rc = st_session_outdir(&s->settings, target, s->has_rank, s->outdir, s->outdir_shown, msg);
     if (rc < 0)
         return rc;
-    const char *path = s->outdir_shown;
-    char note[PATH_MAX];
-    incomplete_path(s, note, sizeof note);
     st_msg_t why;
-    if (*note && st_fs_write_atomic(note, incomplete_note, sizeof incomplete_note - 1, &why) < 0)
-        return st_msg_set(msg, ST_EIO, "cannot write in the results folder '%s': %s", path,
-                          why.text);
+    if (mark(s, &why) < 0)
+        return st_msg_set(msg, ST_EIO, "cannot write in the results folder '%s': %s",
+                          s->outdir_shown, why.text);
     return 0;
 }
 

@@ -103,51 +103,62 @@ static int by_time(const void *a, const void *b)
 static void counter_tracks(const st_session_t *s, const st_timeline_t *m,
                            st_timeline_counter_t *out, size_t *n)
 {
+    uint32_t nt = s->rec.ntracks, counters = 0;
+    for (uint32_t k = 0; k < nt; k++)
+        counters += s->rec.tracks[k].kind == ST_TRACK_COUNTER;
+    if (!counters)
+        return;
+    /* every thread's events read once, each reading to its track's list */
+    typedef struct {
+        reading_t *rd;
+        size_t n, cap;
+        int failed;
+    } list_t;
+    list_t *lists = calloc(nt, sizeof *lists);
     st_ev_reader_t *r = malloc(sizeof *r);
-    for (uint32_t k = 0; r && k < s->rec.ntracks; k++) {
-        const st_rec_track_t *tr = &s->rec.tracks[k];
-        if (tr->kind != ST_TRACK_COUNTER)
-            continue;
-        reading_t *rd = NULL;
-        size_t nr = 0, cap = 0;
-        int failed = 0;
-        for (uint32_t i = 0; i < s->rec.nthreads && !failed; i++) {
-            st_ev_reader_init(r, &s->rec.threads[i]->ev, 0);
-            const st_ev_t *e;
-            while ((e = st_ev_next(r)) != NULL) {
-                if (e->kind != ST_EV_COUNTER || e->a != k)
+    for (uint32_t i = 0; lists && r && i < s->rec.nthreads; i++) {
+        st_ev_reader_init(r, &s->rec.threads[i]->ev, 0);
+        const st_ev_t *e;
+        while ((e = st_ev_next(r)) != NULL) {
+            if (e->kind != ST_EV_COUNTER || e->a >= nt ||
+                s->rec.tracks[e->a].kind != ST_TRACK_COUNTER || lists[e->a].failed)
+                continue;
+            list_t *l = &lists[e->a];
+            if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 64;
+                reading_t *more = realloc(l->rd, cap * sizeof *more);
+                if (!more) {
+                    l->failed = 1;
                     continue;
-                if (nr == cap) {
-                    cap = cap ? cap * 2 : 64;
-                    reading_t *more = realloc(rd, cap * sizeof *rd);
-                    if (!more) {
-                        failed = 1;
-                        break;
-                    }
-                    rd = more;
                 }
-                const st_ev_pair_t *p = (const st_ev_pair_t *)(e + 1);
-                rd[nr].ns = st_timeline_ns(m, e->ticks);
-                memcpy(&rd[nr].v, &p->u0, sizeof rd[nr].v);
-                nr++;
+                l->rd = more;
+                l->cap = cap;
             }
+            const st_ev_pair_t *p = (const st_ev_pair_t *)(e + 1);
+            l->rd[l->n].ns = st_timeline_ns(m, e->ticks);
+            memcpy(&l->rd[l->n].v, &p->u0, sizeof l->rd[l->n].v);
+            l->n++;
         }
-        uint64_t *ns = failed || !nr ? NULL : malloc(nr * sizeof *ns);
-        double *vals = ns ? malloc(nr * sizeof *vals) : NULL;
+    }
+    for (uint32_t k = 0; lists && r && k < nt; k++) {
+        list_t *l = &lists[k];
+        uint64_t *ns = l->failed || !l->n ? NULL : malloc(l->n * sizeof *ns);
+        double *vals = ns ? malloc(l->n * sizeof *vals) : NULL;
         if (vals) {
-            qsort(rd, nr, sizeof *rd, by_time);
-            for (size_t j = 0; j < nr; j++) {
-                ns[j] = rd[j].ns;
-                vals[j] = rd[j].v;
+            qsort(l->rd, l->n, sizeof *l->rd, by_time);
+            for (size_t j = 0; j < l->n; j++) {
+                ns[j] = l->rd[j].ns;
+                vals[j] = l->rd[j].v;
             }
-            out[*n] = (st_timeline_counter_t){.name = tr->name, .units = "", .n = nr, .ns = ns,
-                                              .values = vals};
-            (*n)++;
+            out[(*n)++] = (st_timeline_counter_t){.name = s->rec.tracks[k].name, .units = "",
+                                                  .n = l->n, .ns = ns, .values = vals};
         } else {
             free(ns);
         }
-        free(rd);
     }
+    for (uint32_t k = 0; lists && k < nt; k++)
+        free(lists[k].rd);
+    free(lists);
     free(r);
 }
 

@@ -104,10 +104,16 @@ static int perf_open(uint32_t type, uint64_t config, int group, int leader)
     return (int)syscall(SYS_perf_event_open, &a, 0, -1, leader, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* 1 when hardware event `e` failed to open (errno err) for want of a PMU. */
+static int no_pmu(const struct perf_name *e, int err)
+{
+    return (err == ENOENT || err == EOPNOTSUPP || err == ENODEV) && e->type != PERF_TYPE_SOFTWARE;
+}
+
 /* Why perf event `e` does not open here (errno of its open). */
 static const char *perf_why(const struct perf_name *e, int err)
 {
-    if ((err == ENOENT || err == EOPNOTSUPP || err == ENODEV) && e->type != PERF_TYPE_SOFTWARE)
+    if (no_pmu(e, err))
         return "this machine has no hardware PMU for it (a virtual machine?); software "
                "events such as task-clock and page-faults still count";
     if (err == EACCES || err == EPERM)
@@ -436,10 +442,8 @@ void st_hwc_avail(st_strbuf_t *out)
         }
         char name[64];
         snprintf(name, sizeof name, "%s%s%s", p->name, p->alias ? "|" : "", p->alias ? p->alias : "");
-        int nopmu = (err == ENOENT || err == EOPNOTSUPP || err == ENODEV) &&
-                    p->type != PERF_TYPE_SOFTWARE;
         st_strbuf_printf(out, "  %-28s %-4s %s%s%s%s\n", name, fd >= 0 ? "yes" : "no", p->desc,
-                         fd >= 0 ? "" : " (", fd >= 0 ? "" : nopmu ? "no PMU" : perf_why(p, err),
+                         fd >= 0 ? "" : " (", fd >= 0 ? "" : no_pmu(p, err) ? "no PMU" : perf_why(p, err),
                          fd >= 0 ? "" : ")");
     }
     if (!any)

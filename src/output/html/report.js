@@ -244,33 +244,39 @@
 
   /* the table: one row per label, recursion counted once in total */
   var sortKey = "self", sortAsc = false, rowsData = [];
-  function buildTable() {
+  /* One row per label of tree t: self, total (recursion counted once), calls,
+   * mean and stddev of a call. */
+  function tableRows(t) {
     var by = new Map(), active = new Map();
     function get(l) {
       var r = by.get(l);
       if (!r) { r = { label: l, name: D.labels[l], self: 0, total: 0, count: 0, mean: 0, m2: 0 }; by.set(l, r); }
       return r;
     }
-    var st = tree.kids[0].slice().reverse().map(function (k) { return [k, 0]; });
+    var st = t.kids[0].slice().reverse().map(function (k) { return [k, 0]; });
     while (st.length) {
       var e = st.pop(), k = e[0];
-      var l = tree.label[k];
+      var l = t.label[k];
       if (e[1] === 1) { active.set(l, active.get(l) - 1); continue; }
-      var r = get(l), n = tree.count[k];
-      r.self += tree.self[k];
-      if (!active.get(l)) r.total += tree.incl[k];
+      var r = get(l), n = t.count[k];
+      r.self += t.self[k];
+      if (!active.get(l)) r.total += t.incl[k];
       if (n) {
-        var N = r.count + n, d = tree.mean[k] - r.mean;
+        var N = r.count + n, d = t.mean[k] - r.mean;
         r.mean += d * n / N;
-        r.m2 += tree.m2[k] + d * d * r.count * n / N;
+        r.m2 += t.m2[k] + d * d * r.count * n / N;
         r.count = N;
       }
       active.set(l, (active.get(l) || 0) + 1);
       st.push([k, 1]);
-      for (var i = tree.kids[k].length - 1; i >= 0; i--) st.push([tree.kids[k][i], 0]);
+      for (var i = t.kids[k].length - 1; i >= 0; i--) st.push([t.kids[k][i], 0]);
     }
-    rowsData = Array.from(by.values());
-    rowsData.forEach(function (r) { r.stddev = r.count ? Math.sqrt(r.m2 / r.count) : 0; });
+    var rows = Array.from(by.values());
+    rows.forEach(function (r) { r.stddev = r.count ? Math.sqrt(r.m2 / r.count) : 0; });
+    return rows;
+  }
+  function buildTable() {
+    rowsData = tableRows(tree);
     renderTable();
   }
   var COLS = [["name", "function"], ["self", "self"], ["total", "total"], ["count", "count"],
@@ -389,11 +395,8 @@
   function fillBalance() {
     if (ranks.length < 2) return;
     $("lbbox").style.display = "block";
-    var whole = buildTree(D.threads), tmp = tree;
-    tree = whole;
-    buildTable();
-    tree = tmp;
-    var top = rowsData.slice().sort(function (a, b) { return b.total - a.total; }).slice(0, 30);
+    var top = tableRows(buildTree(D.threads))
+      .sort(function (a, b) { return b.total - a.total; }).slice(0, 30);
     var best = -1, bestImb = -1;
     top.forEach(function (r) {
       option(lbfn, String(r.label), r.name);
