@@ -41,15 +41,24 @@ static int die(const char *text)
     return 2;
 }
 
-/* The preload library: beside this executable (a build tree), else where the
- * Python package installs it relative to the scripts folder. */
-static int find_preload(char *buf, size_t size)
+/* The strata command's own path, in self (PATH_MAX bytes); -1 if unknown. */
+static int self_exe(char *self)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    ssize_t n = readlink("/proc/self/exe", self, PATH_MAX - 1);
     if (n <= 0)
         return -1;
     self[n] = '\0';
+    return 0;
+}
+
+/* The preload library: beside this executable (a build tree), else where the
+ * Python package installs it relative to the scripts folder. */
+
+static int find_preload(char *buf, size_t size)
+{
+    char self[PATH_MAX];
+    if (self_exe(self) < 0)
+        return -1;
     const char *dir = dirname(self);
     const char *rel[] = {"", STRATA_PRELOAD_REL};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
@@ -175,6 +184,10 @@ const char *st_cli_mpi_wrappers(const char *program, char *buf, size_t size)
     if (snprintf(buf, size, "%s/libstrata-mpi-%s.so", slash ? lib : ".", mpi) >= (int)size ||
         access(buf, R_OK) != 0)
         return NULL; /* strata was built without that MPI's headers */
+    /* the command itself, for STRATA_MPI_GATHER's merge (native/mpigather.c) */
+    char self[PATH_MAX];
+    if (self_exe(self) == 0)
+        setenv("_STRATA_EXE", self, 1);
     return buf;
 }
 

@@ -178,6 +178,63 @@ def test_one_trace_for_all_ranks(runner, ring):
     assert abs((runner.dir / "merged" / "trace.pftrace").stat().st_size - sizes) < sizes // 10
 
 
+def launch_per_rank(runner, command: list) -> Path:
+    """A script that runs `command` with a results folder of the rank's own
+    (res-<rank>), as ranks on nodes of their own disks would have."""
+    script = runner.dir / "per_rank.sh"
+    script.write_text("#!/bin/sh\nr=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\n"
+                      f'exec {" ".join(map(str, command))} -o "{runner.dir}/res-$r" "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def test_gather_at_finalize(runner, ring):
+    """STRATA_MPI_GATHER=ON: ranks with folders of their own; at MPI_Finalize rank 0
+    receives every rank's profile and trace into its folder and merges them (the
+    MPI summary as `strata merge` writes it, one trace of four processes); the
+    other ranks keep their own files; nothing half-written is left."""
+    from test_trace import decode, need_schema
+    flavour, ring = ring
+    extra = ["--oversubscribe"] if flavour == "openmpi" else []
+    script = launch_per_rank(runner, [STRATA, "run", "--trace"])
+    r = runner.run([need(flavour, "run"), "-n", "4", *extra, script, "--", ring],
+                   env={**ENV, "STRATA_MPI_GATHER": "ON"}, timeout=120)
+    assert r.returncode == 0 and "ranks 4 sum" in r.stdout, r.describe()
+    assert "merged 4 profiles of 4 MPI ranks" in r.stderr, r.describe()
+    zero = runner.dir / "res-0"
+    for rank in range(4):
+        mine = runner.dir / f"res-{rank}" / f"profile-{rank}.json"
+        assert (zero / mine.name).read_bytes() == mine.read_bytes()
+        assert (zero / f"trace-{rank}.pftrace").stat().st_size > 0
+    assert not list(runner.dir.glob("res-*/.*.part"))
+    assert not (runner.dir / "res-1" / "merged").exists()
+    merged = zero / "merged"
+    assert load_json(merged / "profile.json")["metadata"]["ranks"] == 4
+    check_summary((merged / "mpi_summary.txt").read_text())
+    try:
+        need_schema()
+    except pytest.skip.Exception:
+        return
+    tr = decode(merged / "trace.pftrace")
+    assert len({pid for pid, _ in tr.processes.values()}) == 4, tr.processes
+
+
+def test_gather_shared_folder_and_off(runner, ring):
+    """Ranks sharing a folder: the gather sends headers only (each file is there
+    already, unchanged) and merges; without the setting nothing is merged."""
+    flavour, ring = ring
+    r = mpirun(runner, flavour, 2, ring)
+    assert r.returncode == 0 and not (runner.dir / "res" / "merged").exists(), r.describe()
+    before = {p.name: p.stat().st_mtime_ns for p in (runner.dir / "res").glob("profile-*")}
+    launcher = need(flavour, "run")
+    extra = ["--oversubscribe"] if flavour == "openmpi" else []
+    r = runner.run([launcher, "-n", "2", *extra, STRATA, "run", "-o", runner.dir / "shared",
+                    "--", ring], env={**ENV, "STRATA_MPI_GATHER": "ON"}, timeout=120)
+    assert r.returncode == 0 and "merged 2 profiles of 2 MPI ranks" in r.stderr, r.describe()
+    assert sorted(p.name for p in (runner.dir / "shared").glob("profile-*")) == sorted(before)
+    assert load_json(runner.dir / "shared" / "merged" / "profile.json")["metadata"]["ranks"] == 2
+
+
 def test_without_finalize(runner, ring):
     """A program that never calls MPI_Finalize: each rank still writes its profile
     at exit, and mpirun's verdict is the same as without strata."""
@@ -313,6 +370,38 @@ def test_mpi4py_under_strata_python(runner, venv_python):
         assert by_id[allreduce["parent"]]["label"] == "reduce_all", by_id[allreduce["parent"]]
         assert found["barrier"]["count"] == 1
         assert (runner.dir / "res" / f"mpi_bytes-{rank}.txt").exists()
+
+
+def test_gather_mpi4py_explicit_finalize(runner, venv_python):
+    """strata python: a program that calls MPI.Finalize() itself has its results
+    written there (with the GIL taken by the hook), gathered and merged, and goes
+    on running after it as it would."""
+    wrappers_built("openmpi")
+    probe = runner.run([venv_python, "-c", "import mpi4py"])
+    if probe.returncode != 0:
+        pytest.skip(f"mpi4py is not installed in {venv_python}")
+    runner.write("app.py", """
+        from array import array
+        from mpi4py import MPI
+
+        def reduce_all(comm):
+            x, y = array("d", [comm.rank + 1.0]), array("d", [0.0])
+            for _ in range(3):
+                comm.Allreduce(x, y, op=MPI.SUM)
+            return y[0]
+
+        total = reduce_all(MPI.COMM_WORLD)
+        MPI.Finalize()
+        print("after finalize", total)
+    """)
+    script = launch_per_rank(runner, [STRATA, "python"])
+    r = runner.run([need("openmpi", "run"), "-n", "2", "--oversubscribe", script, "--", "app.py"],
+                   env={**ENV, "STRATA_MPI_GATHER": "ON"}, timeout=120)
+    assert r.returncode == 0 and r.stdout.count("after finalize 3.0") == 2, r.describe()
+    assert "merged 2 profiles of 2 MPI ranks" in r.stderr, r.describe()
+    merged = load_json(runner.dir / "res-0" / "merged" / "profile.json")
+    assert merged["metadata"]["ranks"] == 2
+    assert (runner.dir / "res-0" / "profile-1.json").exists()
 
 
 def test_not_mpi_no_wrappers(runner, ring):

@@ -188,6 +188,10 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                             "Print the table of strata.region timings (strata.summary()) when "
                             "the program ends, as PyOP2's PYOP2_PRINT_SUMMARY does", NULL, NOFLAG,
                             INT_RANGE(0, 1)},
+    [ST_S_MPI_GATHER] = {"mpi_gather", "STRATA_MPI_GATHER", ST_TYPE_BOOL, "OFF", "output",
+                         "MPI programs: at MPI_Finalize every rank writes its results and "
+                         "rank 0 gathers them into its folder and merges them (merged/)",
+                         NULL, NOFLAG, INT_RANGE(0, 1)},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

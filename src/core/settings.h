@@ -56,6 +56,7 @@ typedef enum {
     ST_S_SAMPLING_UNWIND,
     ST_S_SAMPLING_NATIVE,
     ST_S_PRINT_SUMMARY,
+    ST_S_MPI_GATHER,
     ST_NSETTINGS
 } st_setting_id_t;
 

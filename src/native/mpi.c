@@ -11,6 +11,8 @@
 
 #include <dlfcn.h>
 #include <mpi.h>
+
+#include "native/mpiwrap.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -22,6 +24,7 @@
 #pragma weak strata__mpi_enter
 #pragma weak strata__mpi_exit
 #pragma weak strata__mpi_rank
+#pragma weak strata__mpi_finish
 
 /* strata python's recorder, when its extension registers it (strata_mpi_hooks):
  * used in place of the preload library's, which is not there then. */
@@ -32,12 +35,14 @@ static struct {
     enter_fn enter;
     exit_fn exit;
     rank_fn rank;
+    st_mpi_finish_fn finish;
 } hooks;
 
-EXPORT NOTRACE void strata_mpi_hooks(enter_fn e, exit_fn x, rank_fn r)
+EXPORT NOTRACE void strata_mpi_hooks(enter_fn e, exit_fn x, rank_fn r, st_mpi_finish_fn f)
 {
     __atomic_store_n(&hooks.exit, x, __ATOMIC_RELEASE);
     __atomic_store_n(&hooks.rank, r, __ATOMIC_RELEASE);
+    __atomic_store_n(&hooks.finish, f, __ATOMIC_RELEASE);
     __atomic_store_n(&hooks.enter, e, __ATOMIC_RELEASE);
 }
 
@@ -63,6 +68,22 @@ NOTRACE static void *find(const char *name, const char *const *libs)
 
 static const char *const c_libs[] = {STRATA_MPI_SONAMES, NULL};
 static const char *const f_libs[] = {STRATA_MPI_FORTRAN_SONAMES, STRATA_MPI_SONAMES, NULL};
+
+NOTRACE void *st_mpi_real(const char *name) { return find(name, c_libs); }
+
+NOTRACE void *st_mpi_object(const char *name)
+{
+    /* the program's copy when it refers to the object (a copy relocation puts it in
+     * the executable: libmpi's own is unused then), else libmpi's */
+    void *p = dlsym(RTLD_DEFAULT, name);
+    return p ? p : find(name, c_libs);
+}
+
+NOTRACE st_mpi_finish_fn st_mpi_finisher(void)
+{
+    st_mpi_finish_fn f = __atomic_load_n(&hooks.finish, __ATOMIC_ACQUIRE);
+    return f ? f : strata__mpi_finish;
+}
 
 /* A real function pointer, found once (a race finds the same value). */
 #define REAL(var, name, libs)                                                              \
@@ -132,7 +153,8 @@ NOTRACE static void leave_which(const char *name, int which)
 }
 #define leave(name) leave_which(name, on)
 
-/* MPI_COMM_WORLD's rank and size, told to the preload library after MPI_Init. */
+/* MPI_COMM_WORLD's rank and size, told to the preload library after MPI_Init;
+ * then STRATA_MPI_GATHER's callback is armed (mpiwrap.h). */
 NOTRACE static void tell_rank(void)
 {
     static int (*rank_of)(MPI_Comm, int *);
@@ -142,22 +164,15 @@ NOTRACE static void tell_rank(void)
         tell = strata__mpi_rank;
     if (!tell || !rank_of)
         return;
-#ifdef OPEN_MPI
-    /* MPI_COMM_WORLD is the address of a data symbol in Open MPI: found, not
-     * referenced (this library references no MPI data) */
-    /* the program's copy when it refers to MPI_COMM_WORLD (a copy relocation puts
-     * the object in the executable: libmpi's own is unused), else libmpi's */
-    MPI_Comm world = (MPI_Comm)dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
-    if (!world)
-        world = (MPI_Comm)find("ompi_mpi_comm_world", c_libs);
+    MPI_Comm world = ST_MPI_HANDLE(MPI_Comm, ompi_mpi_comm_world, MPI_COMM_WORLD);
     if (!world)
         return;
-#else
-    MPI_Comm world = MPI_COMM_WORLD;
-#endif
     int rank, size = comm_size(world);
-    if (rank_of(world, &rank) == MPI_SUCCESS)
-        tell(rank, size);
+    if (rank_of(world, &rank) != MPI_SUCCESS)
+        return;
+    tell(rank, size);
+    if (size > 1)
+        st_mpi_gather_arm(world);
 }
 
 #define FAIL MPI_ERR_OTHER

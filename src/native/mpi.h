@@ -17,6 +17,9 @@
  * launcher's variables did not. Under `strata python` (the command preloads the
  * library into the interpreter under an MPI launcher) the extension registers its
  * own three calls instead (strata_mpi_hooks), which record into its session.
+ * With STRATA_MPI_GATHER=ON (mpigather.c), MPI_Finalize starts with every rank
+ * writing its results (strata__mpi_finish), then rank 0 gathers the ranks' profiles
+ * and traces into its folder over MPI and merges them there.
  * The wrapper library links nothing of MPI. */
 #ifndef STRATA_NATIVE_MPI_H
 #define STRATA_NATIVE_MPI_H
@@ -27,5 +30,9 @@
 int strata__mpi_enter(const char *name, uint64_t bytes);
 void strata__mpi_exit(const char *name);
 void strata__mpi_rank(int rank, int size);
+/* STRATA_MPI_GATHER: with write 0, "" when the setting is on (NULL when off or no
+ * session); with write 1, writes this rank's results now (once) and gives their
+ * folder, NULL when none were written. Not signal-safe. */
+const char *strata__mpi_finish(int write);
 
 #endif

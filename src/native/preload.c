@@ -63,6 +63,7 @@
 
 #include "core/settings.h"
 #include "native/instrument.h"
+#include "native/mpi.h"
 #include "native/ompt.h"
 #include "native/sampler.h"
 #include "session/session.h"
@@ -142,6 +143,18 @@ static void finish(void)
 
 /* SIGTERM or SIGINT at their default action: the watcher writes the results. In a
  * forked child (or once the results are written), the default action at once. */
+/* STRATA_MPI_GATHER (native/mpi.h): the rank's results written at MPI_Finalize. */
+EXPORT const char *strata__mpi_finish(int write)
+{
+    if (!pl.live || getpid() != pl.pid ||
+        !st_settings_bool(&pl.session.settings, ST_S_MPI_GATHER))
+        return NULL;
+    if (!write)
+        return "";
+    finish();
+    return pl.session.outdir;
+}
+
 static void default_action(int sig)
 {
     struct sigaction dfl;

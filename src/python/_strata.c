@@ -519,7 +519,9 @@ static int mpi_enter(const char *name, uint64_t bytes)
 
 static void mpi_exit(const char *name)
 {
-    st_rec_thread_t *th = st_py.live ? st_rec_self_sig(&st_py.session.rec) : NULL;
+    /* none once the results are written (MPI_Finalize's gather writes them) */
+    st_rec_thread_t *th =
+        st_py.live && !st_py.finalized ? st_rec_self_sig(&st_py.session.rec) : NULL;
     if (th)
         st_rec_exit_key_t(th, name, st_py.tracing);
 }
@@ -530,8 +532,25 @@ static void mpi_rank(int rank, int size)
         st_session_set_rank(&st_py.session, (uint32_t)rank);
 }
 
+/* STRATA_MPI_GATHER (native/mpi.h): the results written at MPI_Finalize, when the
+ * program calls it before strata's atexit handler has (mpi4py's own finalization
+ * comes after the interpreter's, when they are written already). */
+static const char *mpi_finish(int write)
+{
+    if (!st_py.live || st_py.forked_child || !st_settings_bool(&st_py.settings, ST_S_MPI_GATHER))
+        return NULL;
+    if (!write)
+        return "";
+    if (!st_py.finalized && Py_IsInitialized()) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        st_py_finalize(1);
+        PyGILState_Release(gil);
+    }
+    return st_py.finalized ? st_py.session.outdir : NULL;
+}
+
 typedef void (*mpi_hooks_fn)(int (*)(const char *, uint64_t), void (*)(const char *),
-                             void (*)(int, int));
+                             void (*)(int, int), const char *(*)(int));
 
 /* Registers the hooks with the MPI wrappers when they are loaded, and the metric
  * of the calls' bytes (before any thread records). */
@@ -542,7 +561,7 @@ static void mpi_hook(void)
                                   "bytes passed to MPI calls", ST_METRIC_BYTES, &mpi_bytes) < 0)
         return;
     st_py.session.mpi_bytes = mpi_bytes;
-    set(mpi_enter, mpi_exit, mpi_rank);
+    set(mpi_enter, mpi_exit, mpi_rank, mpi_finish);
 }
 
 /* region_exit(key): closes the region region_enter opened with key. */
