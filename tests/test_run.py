@@ -283,6 +283,39 @@ def test_openmp_with_ompt(runner, tmp_path):
     assert "libgomp" not in res.stderr
 
 
+def test_openmp_tasks(runner, tmp_path):
+    """Explicit tasks: each run is an "omp task" call under where its thread ran it
+    (a barrier, a taskwait), its body's functions under it; 196 tasks in all (20
+    that call work, 176 of fib(10)), a taskwait is "omp taskwait", and every task
+    of fib nests under a taskwait of the fib that made it."""
+    clang = shutil.which("clang")
+    if not clang:
+        pytest.skip("clang is not installed (Debian's clang, libomp-dev)")
+    exe = tmp_path / "omp_tasks"
+    built = subprocess.run([clang, "-O1", "-g", "-fopenmp", "-finstrument-functions",
+                            str(SRC / "omp_tasks.c"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"clang -fopenmp does not build here (Debian's libomp-dev): {built.stderr[-200:]}")
+    res = run(runner, exe)
+    assert res.returncode == 0 and res.stdout == "fib 55 tasks\n", res.describe()
+    prof = load_profile(runner.results())
+    tasks = work_tasks = 0
+    for th in prof["threads"]:
+        by_id = {}
+        for n in th["nodes"]:
+            p = (by_id[n["parent"]] if n["parent"] >= 0 else ()) + (n["label"],)
+            by_id[n["id"]] = p
+            if p[-1] == "omp task":
+                tasks += n["count"]
+                assert p[-2] in ("omp barrier", "omp taskwait"), p
+                assert p[-2] == "omp barrier" or p[-3] == "fib", p
+            if p[-1] == "work":
+                assert "omp task" in p, p
+                work_tasks += n["count"]
+    assert tasks == 196 and work_tasks == 20, (tasks, work_tasks)
+
+
 def test_openmp_libgomp_says_why(runner, tmp_path):
     gcc = shutil.which("gcc")
     if not gcc:

@@ -2,10 +2,16 @@
  * which an OpenMP runtime with the tools interface (LLVM's libomp; GCC's libgomp
  * has none) calls when it starts. Under `strata run` it registers callbacks that
  * make, on every thread of a team, its share of a parallel region ("omp parallel",
- * the implicit task), each worksharing loop it runs ("omp loop") and each barrier
- * it waits in ("omp barrier": the time spent waiting) calls of their own, keyed
- * per thread, so that they nest under the code that ran them. The OMPT types are declared here, as the OpenMP 5.0 specification
- * fixes them (omp-tools.h is not needed to build). */
+ * the implicit task), each worksharing loop it runs ("omp loop"), each barrier it
+ * waits in ("omp barrier": the time spent waiting; "omp taskwait", "omp
+ * taskgroup" and "omp reduction" for the other synchronisations) and each explicit
+ * task it runs ("omp task") calls of their own, so that they nest under the code
+ * that ran them. A task runs where a thread picked it up: at a barrier, a taskwait,
+ * or where it was made (an undeferred one); a task that waits for its children
+ * (taskwait) has the children it runs meanwhile under its "omp taskwait", since a
+ * tied task resumes on the thread it was suspended on, where it is below them. The
+ * OMPT types are declared here, as the OpenMP 5.0 specification fixes them
+ * (omp-tools.h is not needed to build). */
 #define _GNU_SOURCE
 #include <link.h>
 #include <stdint.h>
@@ -38,15 +44,30 @@ typedef struct {
 
 /* The events and values used (OpenMP 5.0, section 4.4). */
 enum {
+    EV_TASK_CREATE = 5,
+    EV_TASK_SCHEDULE = 6,
     EV_IMPLICIT_TASK = 7,
     EV_WORK = 20,
     EV_SYNC_REGION = 23,
     SCOPE_BEGIN = 1,
     SCOPE_END = 2,
     TASK_INITIAL = 1, /* ompt_task_initial: a thread's initial task, no region */
+    TASK_EXPLICIT = 4,
+    TASK_COMPLETE = 1, /* ompt_task_status_t: the prior task has ended */
+    TASK_CANCEL = 3,
+    TASK_DETACH = 4,
+    SYNC_TASKWAIT = 5,
+    SYNC_TASKGROUP = 6,
+    SYNC_REDUCTION = 7,
     WORK_LOOP = 1,
     SET_NEVER = 1,
 };
+
+/* An explicit task's ompt_data_t: made, then running (its address is the key of
+ * its call). The runtime hands the task's data from the thread that made it to the
+ * one that runs it. */
+#define TASK_MADE 0x53744d61646521ull
+#define TASK_RUNS 0x537452756e7321ull
 
 /* The keys of a thread's open OpenMP calls: its own addresses, not the runtime's
  * task data, which libomp does not keep from begin to end on a worker (its
@@ -93,18 +114,46 @@ static void on_work(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *
         st_ninstr_exit_key(KEY_LOOP);
 }
 
-/* A barrier (or taskwait, taskgroup...: every synchronisation region). */
+/* A barrier, a taskwait, a taskgroup's end or a reduction. */
 static void on_sync_region(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *task,
                            const void *codeptr)
 {
-    (void)kind;
     (void)parallel;
     (void)task;
     (void)codeptr;
     if (endpoint == SCOPE_BEGIN)
-        st_ninstr_enter_text("omp barrier", KEY_BARRIER);
+        st_ninstr_enter_text(kind == SYNC_TASKWAIT    ? "omp taskwait"
+                             : kind == SYNC_TASKGROUP ? "omp taskgroup"
+                             : kind == SYNC_REDUCTION ? "omp reduction"
+                                                      : "omp barrier",
+                             KEY_BARRIER);
     else if (endpoint == SCOPE_END)
         st_ninstr_exit_key(KEY_BARRIER);
+}
+
+/* An explicit task is made (on the thread that encounters it). */
+static void on_task_create(ompt_data_t *parent, const void *parent_frame, ompt_data_t *task,
+                           int flags, int has_dependences, const void *codeptr)
+{
+    (void)parent;
+    (void)parent_frame;
+    (void)has_dependences;
+    (void)codeptr;
+    if (task && (flags & TASK_EXPLICIT))
+        task->value = TASK_MADE;
+}
+
+/* A thread leaves `prior` for `next`: an explicit task that ended closes, one that
+ * starts opens; one suspended stays open below what the thread runs meanwhile. */
+static void on_task_schedule(ompt_data_t *prior, int status, ompt_data_t *next)
+{
+    if (prior && prior->value == TASK_RUNS &&
+        (status == TASK_COMPLETE || status == TASK_CANCEL || status == TASK_DETACH))
+        st_ninstr_exit_key(prior);
+    if (next && next->value == TASK_MADE) {
+        next->value = TASK_RUNS;
+        st_ninstr_enter_text("omp task", next);
+    }
 }
 
 static int active;
@@ -124,6 +173,8 @@ static int initialize(ompt_function_lookup_t lookup, int device, ompt_data_t *to
     int ok = set(EV_IMPLICIT_TASK, (ompt_callback_t)on_implicit_task) > SET_NEVER;
     set(EV_WORK, (ompt_callback_t)on_work);
     set(EV_SYNC_REGION, (ompt_callback_t)on_sync_region);
+    set(EV_TASK_CREATE, (ompt_callback_t)on_task_create);
+    set(EV_TASK_SCHEDULE, (ompt_callback_t)on_task_schedule);
     active = ok;
     return ok;
 }
