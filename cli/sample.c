@@ -153,37 +153,30 @@ out:
     return found;
 }
 
-/* The MPI implementation the program runs with: its launcher's variables (Open
- * MPI's mpirun, MPICH's Hydra), else the MPI library the program needs; NULL for
- * none. */
-static const char *mpi_flavour(const char *path)
+/* 1 when the program runs with MPI: its launcher's variables (Open MPI's mpirun,
+ * MPICH's Hydra, PMI and PMIx as srun sets them), else an MPI library it needs. */
+static int runs_mpi(const char *path)
 {
-    if (getenv("OMPI_COMM_WORLD_SIZE"))
-        return "openmpi";
-    if (getenv("PMI_SIZE") || getenv("HYDRA_CONTROL_FD") || getenv("PMI_FD"))
-        return "mpich";
-    static const char *const openmpi[] = {"libmpi.so.40", "libmpi_mpifh.so.40", NULL};
-    static const char *const mpich[] = {"libmpi.so.12", "libmpich.so.12", "libmpifort.so.12",
-                                        "libmpichfort.so.12", NULL};
-    if (path && needs_library(path, openmpi))
-        return "openmpi";
-    if (path && needs_library(path, mpich))
-        return "mpich";
-    return NULL;
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") ||
+        getenv("HYDRA_CONTROL_FD") || getenv("PMI_FD"))
+        return 1;
+    static const char *const libs[] = {"libmpi.so.40", "libmpi_mpifh.so.40", "libmpi.so.12",
+                                       "libmpich.so.12", "libmpifort.so.12",
+                                       "libmpichfort.so.12", NULL};
+    return path && needs_library(path, libs);
 }
 
 const char *st_cli_mpi_wrappers(const char *program, char *buf, size_t size)
 {
-    const char *mpi = mpi_flavour(program);
     char lib[PATH_MAX];
-    if (!mpi || find_preload(lib, sizeof lib) < 0)
+    if (!runs_mpi(program) || find_preload(lib, sizeof lib) < 0)
         return NULL;
     char *slash = strrchr(lib, '/');
     if (slash)
         *slash = '\0';
-    if (snprintf(buf, size, "%s/libstrata-mpi-%s.so", slash ? lib : ".", mpi) >= (int)size ||
+    if (snprintf(buf, size, "%s/libstrata-mpi.so", slash ? lib : ".") >= (int)size ||
         access(buf, R_OK) != 0)
-        return NULL; /* strata was built without that MPI's headers */
+        return NULL; /* strata was built without MPI headers */
     /* the command itself, for STRATA_MPI_GATHER's merge (native/mpigather.c) */
     char self[PATH_MAX];
     if (self_exe(self) == 0)

@@ -32,11 +32,11 @@ int st_sample_main(int argc, char **argv);
  * as strata python times Python calls. */
 int st_run_main(int argc, char **argv);
 
-/* The MPI wrapper library (native/mpi.h) of the MPI implementation `program`
- * runs with (the launcher's variables, else the libraries the program needs;
- * program NULL: the variables alone), found beside strata's preload library: its
- * path in buf, or NULL (no MPI, or strata built without that MPI's headers).
- * Sets _STRATA_EXE to strata's own path for STRATA_MPI_GATHER's merge. */
+/* The MPI wrapper library (native/mpi.h) when `program` runs with MPI (the
+ * launcher's variables, else the libraries the program needs; program NULL: the
+ * variables alone), found beside strata's preload library: its path in buf, or
+ * NULL (no MPI, or strata built without MPI headers). Sets _STRATA_EXE to
+ * strata's own path for STRATA_MPI_GATHER's merge. */
 const char *st_cli_mpi_wrappers(const char *program, char *buf, size_t size);
 
 /* The Python interpreter `strata python` runs, written into buf when found there:

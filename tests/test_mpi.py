@@ -39,11 +39,13 @@ def need(flavour: str, tool: str) -> str:
 
 
 def wrappers_built(flavour: str) -> None:
-    name = f"libstrata-mpi-{flavour}.so"
+    """libstrata-mpi.so is built, with `flavour`'s wrappers (its mpi.h was found)."""
+    headers = {"openmpi": "/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h",
+               "mpich": "/usr/include/x86_64-linux-gnu/mpich/mpi.h"}
     lib = Path(STRATA).resolve().parent.parent / "lib"
-    found = list(lib.glob(f"python3*/site-packages/strata/{name}")) + \
-        list(Path(STRATA).resolve().parent.glob(name))
-    if not found:
+    found = list(lib.glob("python3*/site-packages/strata/libstrata-mpi.so")) + \
+        list(Path(STRATA).resolve().parent.glob("libstrata-mpi.so"))
+    if not found or not Path(headers[flavour]).exists():
         pytest.skip(f"strata was built without {flavour}'s headers "
                     f"({FLAVOURS[flavour]['debs'].split()[-1]})")
 
@@ -402,6 +404,34 @@ def test_gather_mpi4py_explicit_finalize(runner, venv_python):
     merged = load_json(runner.dir / "res-0" / "merged" / "profile.json")
     assert merged["metadata"]["ranks"] == 2
     assert (runner.dir / "res-0" / "profile-1.json").exists()
+
+
+def test_launcher_of_another_mpi(runner, venv_python):
+    """The wrappers follow the MPI the process loads, not the launcher: PyPI's
+    mpi4py under MPICH's mpiexec loads Open MPI here (Debian names MPICH's library
+    libmpich.so.12, which its wheel does not look for) and runs each rank as a
+    singleton; under strata python it does just the same (the MPICH wrappers,
+    which the launcher's variables suggest, failed its MPI_Init_thread), and each
+    rank's calls are recorded by the Open MPI wrappers."""
+    need("mpich", "run")
+    wrappers_built("openmpi")
+    probe = runner.run([venv_python, "-c", "import mpi4py"])
+    if probe.returncode != 0:
+        pytest.skip(f"mpi4py is not installed in {venv_python}")
+    runner.write("app.py", """
+        from mpi4py import MPI
+        MPI.COMM_WORLD.Barrier()
+        print("size", MPI.COMM_WORLD.Get_size(), MPI.Get_library_version().split()[0])
+    """)
+    plain = runner.run([need("mpich", "run"), "-n", "2", venv_python, "app.py"], env=ENV,
+                       timeout=120)
+    r = runner.run([need("mpich", "run"), "-n", "2", STRATA, "python", "-o", runner.dir / "res",
+                    "--", "app.py"], env=ENV, timeout=120)
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout), (plain.describe(),
+                                                                          r.describe())
+    for rank in range(2):
+        c = calls(load_json(runner.dir / "res" / f"profile-{rank}.json"))
+        assert c["MPI_Barrier"][0] == 1, c
 
 
 def test_not_mpi_no_wrappers(runner, ring):

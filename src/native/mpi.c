@@ -1,11 +1,13 @@
-/* MPI calls through PMPI: libstrata-mpi-<flavour>.so (see mpi.h).
+/* MPI calls through PMPI: one MPI implementation's wrappers inside
+ * libstrata-mpi.so (see mpi.h; mpifront.c picks the implementation).
  *
- * Built once per MPI implementation found at build time, against its mpi.h
- * (STRATA_MPI_SONAMES names its C library), and linked with nothing of MPI: the
- * real functions are found at their first call in the library already loaded
- * (dlopen with RTLD_NOLOAD: mpi4py's libmpi sits in a local scope that RTLD_NEXT
- * does not search), so that the library loads into any process, MPI or not, and
- * references no MPI data symbol. */
+ * Compiled once per MPI implementation found at build time, against its mpi.h
+ * (ST_MPI_FLAVOUR names it, STRATA_MPI_SONAMES its C library), into functions
+ * named st_mpi_<flavour>_<MPI name> (mpiwrap.h) that the front calls; linked with
+ * nothing of MPI: the real functions are found at their first call in the library
+ * already loaded (dlopen with RTLD_NOLOAD: mpi4py's libmpi sits in a local scope
+ * that RTLD_NEXT does not search), so that the library loads into any process,
+ * MPI or not, and references no MPI data symbol. */
 #define _GNU_SOURCE
 #include "native/mpi.h"
 
@@ -13,10 +15,14 @@
 #include <mpi.h>
 
 #include "native/mpiwrap.h"
+
 #include <stdint.h>
 #include <stdio.h>
 
-#define EXPORT __attribute__((visibility("default")))
+#ifndef ST_MPI_FLAVOUR
+#error "mpi.c is built once per MPI implementation, with ST_MPI_FLAVOUR (CMakeLists.txt)"
+#endif
+
 #define NOTRACE __attribute__((no_instrument_function))
 
 /* The preload library's side (mpi.h) is found through the global scope, where
@@ -25,30 +31,6 @@
 #pragma weak strata__mpi_exit
 #pragma weak strata__mpi_rank
 #pragma weak strata__mpi_finish
-
-/* strata python's recorder, when its extension registers it (strata_mpi_hooks):
- * used in place of the preload library's, which is not there then. */
-typedef int (*enter_fn)(const char *name, uint64_t bytes);
-typedef void (*exit_fn)(const char *name);
-typedef void (*rank_fn)(int rank, int size);
-static struct {
-    enter_fn enter;
-    exit_fn exit;
-    rank_fn rank;
-    st_mpi_finish_fn finish;
-} hooks;
-
-EXPORT NOTRACE void strata_mpi_hooks(enter_fn e, exit_fn x, rank_fn r, st_mpi_finish_fn f)
-{
-    __atomic_store_n(&hooks.exit, x, __ATOMIC_RELEASE);
-    __atomic_store_n(&hooks.rank, r, __ATOMIC_RELEASE);
-    __atomic_store_n(&hooks.finish, f, __ATOMIC_RELEASE);
-    __atomic_store_n(&hooks.enter, e, __ATOMIC_RELEASE);
-}
-
-/* The calling thread is inside an MPI call strata records: calls the
- * implementation makes of its own API are part of it, not calls of their own. */
-static __thread int inside __attribute__((tls_model("initial-exec")));
 
 /* A real function: from the MPI library loaded (the C one, or the Fortran layers),
  * else the next definition in the global scope. */
@@ -81,7 +63,7 @@ NOTRACE void *st_mpi_object(const char *name)
 
 NOTRACE st_mpi_finish_fn st_mpi_finisher(void)
 {
-    st_mpi_finish_fn f = __atomic_load_n(&hooks.finish, __ATOMIC_ACQUIRE);
+    st_mpi_finish_fn f = __atomic_load_n(&st_mpi_hook.finish, __ATOMIC_ACQUIRE);
     return f ? f : strata__mpi_finish;
 }
 
@@ -129,27 +111,27 @@ NOTRACE static int comm_size(MPI_Comm comm)
 /* 0: not recorded; 1: the preload library's recorder; 2: the hooks'. */
 NOTRACE static int enter(const char *name, uint64_t bytes)
 {
-    if (inside)
+    if (st_mpi_inside)
         return 0;
-    enter_fn hook = __atomic_load_n(&hooks.enter, __ATOMIC_ACQUIRE);
+    st_mpi_enter_fn hook = __atomic_load_n(&st_mpi_hook.enter, __ATOMIC_ACQUIRE);
     int which = hook ? 2 : strata__mpi_enter ? 1 : 0;
     if (!which)
         return 0;
-    inside = 1;
+    st_mpi_inside = 1;
     if (which == 2 ? hook(name, bytes) : strata__mpi_enter(name, bytes))
         return which;
-    inside = 0;
+    st_mpi_inside = 0;
     return 0;
 }
 
 NOTRACE static void leave_which(const char *name, int which)
 {
-    exit_fn hook = __atomic_load_n(&hooks.exit, __ATOMIC_ACQUIRE);
+    st_mpi_exit_fn hook = __atomic_load_n(&st_mpi_hook.exit, __ATOMIC_ACQUIRE);
     if (which == 2 && hook)
         hook(name);
     else if (which == 1)
         strata__mpi_exit(name);
-    inside = 0;
+    st_mpi_inside = 0;
 }
 #define leave(name) leave_which(name, on)
 
@@ -159,7 +141,7 @@ NOTRACE static void tell_rank(void)
 {
     static int (*rank_of)(MPI_Comm, int *);
     REAL(rank_of, "PMPI_Comm_rank", c_libs);
-    rank_fn tell = __atomic_load_n(&hooks.rank, __ATOMIC_ACQUIRE);
+    st_mpi_rank_fn tell = __atomic_load_n(&st_mpi_hook.rank, __ATOMIC_ACQUIRE);
     if (!tell)
         tell = strata__mpi_rank;
     if (!tell || !rank_of)
@@ -180,7 +162,7 @@ NOTRACE static void tell_rank(void)
 /* A C wrapper: `ret name(params)` calling P`name`(args), `bytes` an expression of
  * the parameters. */
 #define WRAP(name, params, args, bytes)                                                    \
-    EXPORT NOTRACE int name params                                                         \
+    NOTRACE int ST_MPI_OWN(name) params                                                    \
     {                                                                                      \
         static int(*real) params;                                                          \
         REAL(real, "P" #name, c_libs);                                                     \
@@ -258,7 +240,7 @@ WRAP(MPI_Scatterv,
      (s, sn, sd, st, r, rn, rt, root, c), bytes_of(rn, rt))
 
 /* MPI_Init and MPI_Init_thread (mpi4py's): timed, then the rank confirmed. */
-EXPORT NOTRACE int MPI_Init(int *argc, char ***argv)
+NOTRACE int ST_MPI_OWN(MPI_Init)(int *argc, char ***argv)
 {
     static int (*real)(int *, char ***);
     REAL(real, "PMPI_Init", c_libs);
@@ -273,7 +255,7 @@ EXPORT NOTRACE int MPI_Init(int *argc, char ***argv)
     return rc;
 }
 
-EXPORT NOTRACE int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+NOTRACE int ST_MPI_OWN(MPI_Init_thread)(int *argc, char ***argv, int required, int *provided)
 {
     static int (*real)(int *, char ***, int, int *);
     REAL(real, "PMPI_Init_thread", c_libs);
@@ -323,7 +305,7 @@ typedef void *p_;
 
 /* One Fortran entry point `sym` of `mpi` with n pointer arguments, then `after`. */
 #define FCALL(sym, mpi, n, bytes, after)                                                   \
-    EXPORT NOTRACE void sym(FP##n)                                                         \
+    NOTRACE void ST_MPI_OWN(sym)(FP##n)                                                    \
     {                                                                                      \
         static void (*real)(FP##n);                                                        \
         REAL(real, #sym, f_libs);                                                          \

@@ -1,10 +1,11 @@
-/* MPI calls, through PMPI (issue 14): libstrata-mpi-openmpi.so and
- * libstrata-mpi-mpich.so, one per implementation found at build time (Open MPI's
- * MPI_Comm is a pointer, MPICH's an int: the two ABIs need two builds).
+/* MPI calls, through PMPI (issue 14): libstrata-mpi.so, with the wrappers of
+ * every implementation found at build time (Open MPI's MPI_Comm is a pointer,
+ * MPICH's an int: each ABI has its build of mpi.c, behind one front, mpifront.c,
+ * that calls those of the implementation the process loaded: mpiwrap.h).
  *
- * Design note. `strata run` preloads the one the program's MPI needs after
- * libstrata-preload.so (cli/sample.c: the launcher's variables, else the
- * libraries the program needs). Its MPI_Send, MPI_Allreduce ... (and the Fortran
+ * Design note. `strata run` preloads it after libstrata-preload.so when the
+ * program runs with MPI (cli/sample.c: the launcher's variables, else the
+ * libraries the program needs). Its MPI_Send * libraries the program needs). Its MPI_Send, MPI_Allreduce ... (and the Fortran
  * spellings, mpi_send_, MPI_SEND, mpi_send_f08_ ...: Open MPI's Fortran layers call
  * PMPI_* themselves) come first in the global scope, so the program's calls, and
  * mpi4py's, reach them; each calls the preload library's strata__mpi_enter with the

@@ -1,5 +1,5 @@
 /* STRATA_MPI_GATHER: rank 0 gathers the ranks' results at MPI_Finalize and
- * merges them (issue 14), inside libstrata-mpi-<flavour>.so.
+ * merges them (issue 14): in libstrata-mpi.so, built once per MPI implementation.
  *
  * Design note. MPI_Finalize first deletes the attributes of MPI_COMM_SELF, with
  * MPI still working: the attribute set after MPI_Init (st_mpi_gather_arm) is how
