@@ -94,6 +94,27 @@ def test_known_split_cpu(runner):
     assert (runner.results() / "samples.txt").is_file()
 
 
+def test_sampled_lines(runner):
+    """The line the innermost Python frame ran, per sample: unit()'s loop (lines 3
+    and 4 of split.py) holds nearly every period, its lines add up to unit()'s own
+    periods, and the table is on the terminal and in sampled_lines.txt."""
+    runner.write("split.py", SPLIT.format(rounds=60))
+    res = runner.strata("--sample", "-f", "1000", "split.py")
+    assert res.returncode == 0 and res.stdout == "done\n", res.describe()
+    prof = load_profile(runner.results())
+    st = prof["stack_sampling"]
+    lines = st["lines"]
+    assert all(ln["file"].endswith("split.py") for ln in lines), lines
+    unit = {ln["line"]: ln["periods"] for ln in lines if ln["function"] == "unit"}
+    assert set(unit) <= {1, 2, 3, 4, 5} and unit.get(3, 0) + unit.get(4, 0) > 0.9 * sum(unit.values()), lines
+    assert unit.get(4, 0) > 0.4 * sum(unit.values()), lines  # the body: most of the work
+    assert sum(unit.values()) == sum(n for p, n in samples_by_path(prof).items() if p[-1] == "unit")
+    assert [ln["periods"] for ln in lines] == sorted((ln["periods"] for ln in lines), reverse=True)
+    table = (runner.results() / "sampled_lines.txt").read_text()
+    assert "SAMPLED LINES" in table and "split.py:4" in table.replace(str(runner.dir) + "/", "")
+    assert "SAMPLED LINES" in res.stderr
+
+
 def test_with_the_deterministic_profile(runner):
     """STRATA_PROFILE=ON with --sample: both in one tree, the same nodes."""
     runner.write("split.py", SPLIT.format(rounds=40))
@@ -299,6 +320,9 @@ def test_sampled_profile_renders_everywhere(runner):
     assert r.returncode == 0, r.describe()
     m = load_profile(merged)
     assert m["stack_sampling"]["samples"] == 2 * again["stack_sampling"]["samples"]
+    # the sampled lines read back, and a line of two runs is one row of both
+    assert [(x["line"], 2 * x["periods"]) for x in again["stack_sampling"]["lines"]] == \
+        [(x["line"], x["periods"]) for x in m["stack_sampling"]["lines"]]
 
 
 def runner_strata():

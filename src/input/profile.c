@@ -269,6 +269,54 @@ static int read_sampled(reader_t *r)
     return 0;
 }
 
+/* "lines": the sampled lines, [{"function", "file", "line", "periods"}...]. */
+static int read_lines(reader_t *r)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    char *function = NULL, *file = NULL;
+    while ((more = st_jp_arr_next(&r->jp)) > 0) {
+        uint64_t line = 0, periods = 0;
+        free(function);
+        free(file);
+        function = file = NULL;
+        if (st_jp_obj_begin(&r->jp) < 0)
+            break;
+        int in, rc = 0;
+        while (rc == 0 && (in = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+            const char *k = st_strbuf_cstr(&r->key);
+            if (strcmp(k, "function") == 0)
+                rc = read_string_dup(r, &function);
+            else if (strcmp(k, "file") == 0)
+                rc = read_string_dup(r, &file);
+            else if (strcmp(k, "line") == 0)
+                rc = st_jp_uint(&r->jp, UINT32_MAX, &line) < 0 ? -1 : 0;
+            else if (strcmp(k, "periods") == 0)
+                rc = st_jp_uint(&r->jp, UINT64_MAX, &periods) < 0 ? -1 : 0;
+            else
+                rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0 || in < 0) {
+            more = -1;
+            break;
+        }
+        if (!function || !file) {
+            more = FAIL(r, "a sampled line without its function or file");
+            break;
+        }
+        if (st_profile_add_line(r->p, function, file, (uint32_t)line, periods) < 0) {
+            more = FAIL(r, "out of memory");
+            break;
+        }
+    }
+    free(function);
+    free(file);
+    if (more == 0)
+        st_profile_lines_done(r->p);
+    return more < 0 ? -1 : 0;
+}
+
 /* "stack_sampling": what the stack sampler did. */
 static int read_stacks(reader_t *r)
 {
@@ -306,6 +354,8 @@ static int read_stacks(reader_t *r)
             rc = st_jp_double(&r->jp, &st->prate_min);
         } else if (strcmp(k, "period_rate_max") == 0) {
             rc = st_jp_double(&r->jp, &st->prate_max);
+        } else if (strcmp(k, "lines") == 0) {
+            rc = read_lines(r);
         } else if (strcmp(k, "clock") == 0) {
             char *clock = NULL;
             rc = read_string_dup(r, &clock);

@@ -243,6 +243,10 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
         o->left_out = sat_add(o->left_out, x->left_out, sat);
         o->delayed = sat_add(o->delayed, x->delayed, sat);
         o->self_cpu_s += x->self_cpu_s;
+        for (size_t i = 0; i < x->nlines; i++)
+            if (st_profile_add_line(out, x->lines[i].function, x->lines[i].file,
+                                    x->lines[i].line, x->lines[i].periods) < 0)
+                return ST_ENOMEM;
         if (x->rated) { /* the lowest and highest over every run's threads */
             int first = o->rated == 0;
             o->rate_min = first || x->rate_min < o->rate_min ? x->rate_min : o->rate_min;
@@ -415,6 +419,7 @@ int st_merge_end(st_merger_t *mg)
     mg->contrib = NULL;
     if (rc < 0)
         return rc;
+    st_profile_lines_done(out); /* one row a line over the runs */
     /* runs that share no component: their counts (every profile has them); runs
      * that only sampled stacks timed nothing: none */
     unsigned comps = mg->n && (mg->comps || out->has_stacks) ? mg->comps

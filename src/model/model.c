@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/err.h"
 
@@ -121,4 +122,40 @@ uint32_t st_model_count_ranks(const st_model_t *m)
     uint32_t n;
     free(st_model_ranks(m, &n));
     return n;
+}
+
+static int line_place(const void *a, const void *b)
+{
+    const st_model_line_t *x = a, *y = b;
+    int c = strcmp(x->function, y->function);
+    if (!c)
+        c = strcmp(x->file, y->file);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+static int line_periods(const void *a, const void *b)
+{
+    const st_model_line_t *x = a, *y = b;
+    if (x->periods != y->periods)
+        return x->periods < y->periods ? 1 : -1;
+    return line_place(a, b);
+}
+
+size_t st_model_lines_coalesce(st_model_line_t *rows, size_t n,
+                               void (*drop)(st_model_line_t *row))
+{
+    if (n == 0)
+        return 0;
+    qsort(rows, n, sizeof *rows, line_place);
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (m && line_place(&rows[m - 1], &rows[k]) == 0) {
+            rows[m - 1].periods += rows[k].periods;
+            if (drop)
+                drop(&rows[k]);
+        } else
+            rows[m++] = rows[k];
+    }
+    qsort(rows, m, sizeof *rows, line_periods);
+    return m;
 }

@@ -53,7 +53,23 @@ typedef struct {
                                  * highest (the effective rate per thread) */
     double prate_min, prate_max; /* the same in periods */
     const char *note;           /* what went wrong or changed while sampling, or NULL */
+    const struct st_model_line *lines; /* the lines sampled, most periods first */
+    size_t nlines;
 } st_model_stacks_t;
+
+/* A line that the innermost Python frame of samples was running: its function's
+ * label, file and line number, and the periods of the samples taken there. */
+typedef struct st_model_line {
+    const char *function, *file;
+    uint32_t line;
+    uint64_t periods;
+} st_model_line_t;
+
+/* Sums the rows of one line (same function, file and number) into one and orders
+ * the rows most periods first; returns how many are left. `drop` (may be NULL)
+ * is given each row summed into another, before it is written over. */
+size_t st_model_lines_coalesce(st_model_line_t *rows, size_t n,
+                               void (*drop)(st_model_line_t *row));
 
 typedef struct {
     const st_intern_t *labels;

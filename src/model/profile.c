@@ -25,6 +25,12 @@ int st_profile_init(st_profile_t *p)
     return 0;
 }
 
+static void free_line(st_model_line_t *row)
+{
+    free((char *)row->function);
+    free((char *)row->file);
+}
+
 void st_profile_free(st_profile_t *p)
 {
     for (size_t i = 0; i < p->nthreads; i++) {
@@ -43,6 +49,9 @@ void st_profile_free(st_profile_t *p)
         free((char *)p->sampled[i].units);
     }
     free(p->sampled);
+    for (size_t i = 0; i < p->nlines; i++)
+        free_line(&p->lines[i]);
+    free(p->lines);
     free(p->gpu_note);
     free(p->python_version);
     free(p->clock_name);
@@ -94,6 +103,8 @@ void st_profile_sync(st_profile_t *p)
     m->gpu_note = p->gpu_note;
     p->stacks.clock = p->stacks_clock;
     p->stacks.note = NULL;
+    p->stacks.lines = p->lines;
+    p->stacks.nlines = p->nlines;
     m->stacks = p->has_stacks ? &p->stacks : NULL;
 }
 
@@ -133,4 +144,31 @@ long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const 
     p->nthreads++;
     st_profile_sync(p);
     return (long)i;
+}
+
+int st_profile_add_line(st_profile_t *p, const char *function, const char *file, uint32_t line,
+                        uint64_t periods)
+{
+    if (p->nlines == p->caplines) {
+        size_t cap = p->caplines ? 2 * p->caplines : 64;
+        st_model_line_t *l = realloc(p->lines, cap * sizeof *l);
+        if (!l)
+            return ST_ENOMEM;
+        p->lines = l;
+        p->caplines = cap;
+    }
+    char *f = strdup(function), *w = strdup(file);
+    if (!f || !w) {
+        free(f);
+        free(w);
+        return ST_ENOMEM;
+    }
+    p->lines[p->nlines++] = (st_model_line_t){f, w, line, periods};
+    return 0;
+}
+
+void st_profile_lines_done(st_profile_t *p)
+{
+    p->nlines = st_model_lines_coalesce(p->lines, p->nlines, free_line);
+    st_profile_sync(p);
 }

@@ -32,6 +32,8 @@ typedef struct {
     size_t nsampled;
     char *gpu_note;
     st_model_stacks_t stacks;     /* stack sampling's summary, when has_stacks */
+    st_model_line_t *lines;       /* its lines (texts owned) */
+    size_t nlines, caplines;
     int has_stacks;
     char stacks_clock[8];
     int have_settings;
@@ -54,6 +56,12 @@ long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const 
  * (st_metrics_add's reasons). */
 int st_profile_add_metric(st_profile_t *p, const char *name, const char *unit, const char *desc,
                           st_metric_kind_t kind, uint32_t *id);
+
+/* Adds a sampled line (its texts copied); st_profile_lines_done
+ * then sums the rows of one line and orders them. 0 or ST_ENOMEM. */
+int st_profile_add_line(st_profile_t *p, const char *function, const char *file, uint32_t line,
+                        uint64_t periods);
+void st_profile_lines_done(st_profile_t *p);
 
 /* Points p->model at the profile's current contents (after adding threads). */
 void st_profile_sync(st_profile_t *p);

@@ -294,10 +294,25 @@ static void write_stacks(st_strbuf_t *out, const st_model_t *m)
     /* the effective rate per thread: the rated threads' lowest and highest */
     st_strbuf_printf(out,
                      ", \"threads_rated\": %llu, \"rate_min\": %.17g, \"rate_max\": %.17g, "
-                     "\"period_rate_min\": %.17g, \"period_rate_max\": %.17g},\n",
+                     "\"period_rate_min\": %.17g, \"period_rate_max\": %.17g",
                      (unsigned long long)st->rated, json_number(st->rate_min),
                      json_number(st->rate_max), json_number(st->prate_min),
                      json_number(st->prate_max));
+    /* the lines the innermost Python frames ran, most periods first */
+    if (st->nlines) {
+        st_strbuf_puts(out, ", \"lines\": [");
+        for (size_t i = 0; i < st->nlines; i++) {
+            const st_model_line_t *l = &st->lines[i];
+            st_strbuf_puts(out, i ? ",\n    {\"function\": " : "\n    {\"function\": ");
+            st_strbuf_json_string(out, l->function);
+            st_strbuf_puts(out, ", \"file\": ");
+            st_strbuf_json_string(out, l->file);
+            st_strbuf_printf(out, ", \"line\": %u, \"periods\": %llu}", l->line,
+                             (unsigned long long)l->periods);
+        }
+        st_strbuf_puts(out, "\n  ]");
+    }
+    st_strbuf_puts(out, "},\n");
 }
 
 void st_json_write(st_strbuf_t *out, const st_model_t *m)

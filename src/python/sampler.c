@@ -34,6 +34,15 @@
 
 #define NATIVE_BASE (CODE_UNKNOWN + 1) /* native frames' ids: NATIVE_BASE + an nstack id */
 
+/* The line table: entry i holds an innermost frame's code object and instruction
+ * (LINE_KEY), the periods of the samples taken there in line_periods[i]; lines
+ * are found after the run, from the code objects the code table holds. */
+#define LINE_BITS 15
+#define NLINES (1u << LINE_BITS)
+#define LINE_SHIFT 48 /* code objects are user-space addresses, below 2^47 */
+#define LINE_KEY(code, idx)                                                                \
+    ((uintptr_t)(code) | (uintptr_t)((idx) < 0xffff ? (idx) : 0xffff) << LINE_SHIFT)
+
 /* One sampled thread's own state (its st_sthread_t's ctx). */
 typedef struct {
     PyThreadState *tstate;
@@ -50,6 +59,8 @@ static struct {
     _Atomic intptr_t sizes[NCODES]; /* a held code's size (code units): the walker
                                    * trusts a held code without reading it */
     uint32_t names[NCODES];       /* entries named before they were held (NAME_*) */
+    st_addrtab_t lines;           /* the line table */
+    _Atomic uint64_t line_periods[NLINES];
     uint32_t nheld;               /* entries looked at by maintenance */
     uint32_t scan;
     PyThreadState *maint_ts, *maint_saved; /* the maintenance thread's */
@@ -98,6 +109,12 @@ static int walk(st_sthread_t *t, void *ucontext, uint32_t *ids, int cap)
     for (int i = 0; i < np; i++) {
         uint32_t id = st_addrtab_id(&sp.codes, (uintptr_t)fr[i].code, NULL);
         ids[n + i] = id == ST_ADDRTAB_NONE ? CODE_UNKNOWN : id;
+    }
+    if (fr[0].idx >= 0) {
+        uint32_t line = st_addrtab_id(&sp.lines, LINE_KEY(fr[0].code, fr[0].idx), NULL);
+        if (line != ST_ADDRTAB_NONE)
+            atomic_fetch_add_explicit(&sp.line_periods[line], t->periods_now,
+                                      memory_order_relaxed);
     }
     return n + np;
 }
@@ -358,6 +375,10 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
                                                                       : ST_SIGCLOCK_CPU;
     if (st_addrtab_new(&sp.codes, CODE_BITS) < 0)
         return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    if (st_addrtab_new(&sp.lines, LINE_BITS) < 0) {
+        st_addrtab_free(&sp.codes);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
     char why_fp[sizeof(st_msg_t)] = "";
     sp.native = st_settings_bool(set, ST_S_SAMPLING_NATIVE);
     if (sp.native) {
@@ -436,6 +457,53 @@ static uint32_t *code_labels(void)
     return map;
 }
 
+/* The lines sampled (GIL held, codes held, before clear_codes): each entry's code
+ * named as the profile names it (frames the filters leave out have no line), its
+ * instruction turned into a line; entries of one line summed, most periods first.
+ * The table goes to the session (texts interned in its labels); the line table is
+ * emptied. */
+static void resolve_lines(st_session_t *s, const uint32_t *map)
+{
+    uint32_t n = st_addrtab_count(&sp.lines), k, out = 0;
+    st_model_line_t *rows = n ? calloc(n, sizeof *rows) : NULL;
+    for (k = 0; rows && k < n; k++) {
+        uint32_t i = st_addrtab_claimed(&sp.lines, k);
+        if (i == ST_ADDRTAB_NONE)
+            continue;
+        uint64_t periods = atomic_exchange(&sp.line_periods[i], 0);
+        uintptr_t key = st_addrtab_key(&sp.lines, i);
+        uintptr_t code = key & (((uintptr_t)1 << LINE_SHIFT) - 1);
+        uint32_t c = st_addrtab_find(&sp.codes, code);
+        if (!periods || c == ST_ADDRTAB_NONE || !sp.held[c] || map[c] == ST_PATH_NONE)
+            continue;
+        PyCodeObject *co = (PyCodeObject *)sp.held[c];
+        const char *file = PyUnicode_Check(co->co_filename) ? PyUnicode_AsUTF8(co->co_filename)
+                                                            : NULL;
+        uint32_t fid;
+        int line = PyCode_Addr2Line(co, (int)(key >> LINE_SHIFT) * 2);
+        if (!file || st_intern_id(&s->labels, file, strlen(file), &fid) < 0) {
+            PyErr_Clear();
+            continue;
+        }
+        rows[out++] = (st_model_line_t){st_intern_str(&s->labels, map[c]),
+                                        st_intern_str(&s->labels, fid),
+                                        line > 0 ? (uint32_t)line : 0, periods};
+    }
+    for (k = 0; k < n; k++) { /* what the loop above did not reach */
+        uint32_t i = st_addrtab_claimed(&sp.lines, k);
+        if (i != ST_ADDRTAB_NONE)
+            atomic_store(&sp.line_periods[i], 0);
+    }
+    st_addrtab_free(&sp.lines);
+    if (!out) {
+        free(rows);
+        return;
+    }
+    uint32_t m = (uint32_t)st_model_lines_coalesce(rows, out, NULL);
+    s->stacks.lines = rows;
+    s->stacks.nlines = m;
+}
+
 /* Empties the code table: only the claimed entries were written. */
 static void clear_codes(void)
 {
@@ -511,6 +579,11 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     uint32_t *map = code_labels();
     if (!map || fold(s, map) < 0)
         s->stack_failed = 1;
+    st_stacks_summarise(&stacks, &s->stacks, 0);
+    if (map)
+        resolve_lines(s, map);
+    else
+        st_addrtab_free(&sp.lines);
     free(map);
     uint64_t unnamed = atomic_load(&sp.codes.full);
     clear_codes();
@@ -518,7 +591,7 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
         unnamed += st_nstack_unnamed(&nstack);
         st_nstack_end(&nstack);
     }
-    st_stacks_summarise(&stacks, &s->stacks, unnamed);
+    s->stacks.unnamed += unnamed;
     free_threads();
 }
 

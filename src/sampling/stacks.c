@@ -38,6 +38,7 @@ static void on_sample(void *ctx, void *ucontext, uint32_t periods)
         periods = s->max_periods;
     }
     uint32_t ids[ST_EV_MAX_FRAMES];
+    t->periods_now = periods;
     int n = t->th ? s->walk(t, ucontext, ids, ST_EV_MAX_FRAMES) : -1;
     if (n < 0)
         atomic_fetch_add_explicit(&t->failed, periods, memory_order_relaxed);

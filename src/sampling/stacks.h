@@ -55,6 +55,8 @@ typedef struct st_stacks st_stacks_t;
 typedef struct {
     st_stacks_t *owner;
     void *ctx;                 /* the front end's (its walk gets the thread) */
+    uint32_t periods_now;      /* the handler's: the periods the sample being walked
+                                * stands for */
     st_rec_thread_t *th;       /* where its samples go (NULL: not sampled) */
     uint64_t tid;
     int slot;                  /* its timer's slot, -1: not armed (any more) */

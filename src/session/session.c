@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "base/strbuf.h"
 #include "output/json.h"
+#include "output/lines.h"
 #include "output/sampling.h"
 #include "output/summary.h"
 #include "output/table.h"
@@ -259,6 +260,7 @@ void st_session_stacks_contribute(const st_collector_t *c, const st_session_t *s
 
 void st_session_free(st_session_t *s)
 {
+    free((void *)s->stacks.lines);
     free(s->stack_first);
     free(s->stack_chain);
     if (s->sampling)
@@ -462,6 +464,11 @@ static void render_sampling(st_strbuf_t *out, const st_model_t *m, int arg)
     (void)arg;
     st_sampling_table_write(out, m);
 }
+/* arg: the most rows (0: all) */
+static void render_lines(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    st_lines_table_write(out, m, (size_t)arg);
+}
 /* arg: the component, and the precision times 256 */
 static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
 {
@@ -595,6 +602,8 @@ static void print_summary(FILE *f, const st_session_t *s, const st_model_t *m, s
 
 /* The samples table on the terminal (its file's copy), or where it is when it is
  * too long for one; then what the stack sampler did. */
+#define ST_TERMINAL_LINES 10 /* sampled lines shown on the terminal */
+
 static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, const char *name,
                           int in_file, int first)
 {
@@ -615,6 +624,11 @@ static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, c
                 in_file ? "/" : "");
         if (in_file)
             fprintf(f, "%s\n", name);
+    }
+    /* the hottest lines (sampled_lines.txt has them all) */
+    if (m->stacks->nlines) {
+        fputc('\n', f);
+        render_to(f, render_lines, m, ST_TERMINAL_LINES);
     }
     const st_model_stacks_t *st = m->stacks;
     fprintf(f, "[strata] stack sampling: %llu samples (%llu periods of %g ms of %s time) in %llu "
@@ -783,6 +797,12 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                          &one);
         samples_ok = rc == 0;
         failed(&fail, rc, &one);
+    }
+    char lines_name[64];
+    int lines = samples && m.stacks && m.stacks->nlines;
+    if (lines) {
+        st_session_file_name(s, "sampled_lines", ".txt", lines_name, sizeof lines_name);
+        failed(&fail, stream_file(s->outdir, lines_name, render_lines, &m, 0, &one), &one);
     }
     /* a table for each counter (perf:, papi:) and for MPI's bytes: self and total a
      * row */
