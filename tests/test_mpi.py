@@ -418,17 +418,23 @@ def test_launcher_of_another_mpi(runner, venv_python):
     probe = runner.run([venv_python, "-c", "import mpi4py"])
     if probe.returncode != 0:
         pytest.skip(f"mpi4py is not installed in {venv_python}")
+    # each rank says what it saw in a file of its own (the launcher interleaves the
+    # two processes' output)
     runner.write("app.py", """
+        import os, sys
         from mpi4py import MPI
         MPI.COMM_WORLD.Barrier()
-        print("size", MPI.COMM_WORLD.Get_size(), MPI.Get_library_version().split()[0])
+        with open(f"{sys.argv[1]}-{os.environ['PMI_RANK']}.txt", "w") as f:
+            f.write(f"size {MPI.COMM_WORLD.Get_size()} {MPI.Get_library_version().split()[0]}")
     """)
-    plain = runner.run([need("mpich", "run"), "-n", "2", venv_python, "app.py"], env=ENV,
-                       timeout=120)
+    plain = runner.run([need("mpich", "run"), "-n", "2", venv_python, "app.py", "plain"],
+                       env=ENV, timeout=120)
     r = runner.run([need("mpich", "run"), "-n", "2", STRATA, "python", "-o", runner.dir / "res",
-                    "--", "app.py"], env=ENV, timeout=120)
-    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout), (plain.describe(),
-                                                                          r.describe())
+                    "--", "app.py", "strata"], env=ENV, timeout=120)
+    assert r.returncode == plain.returncode == 0, (plain.describe(), r.describe())
+    for rank in range(2):
+        said = (runner.dir / f"strata-{rank}.txt").read_text()
+        assert said == (runner.dir / f"plain-{rank}.txt").read_text() == "size 1 Open", said
     for rank in range(2):
         c = calls(load_json(runner.dir / "res" / f"profile-{rank}.json"))
         assert c["MPI_Barrier"][0] == 1, c
