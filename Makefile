@@ -19,9 +19,9 @@ PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev
 # Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt)
 # and, with MPICH (its headers also build strata's MPICH wrappers), the MPI tests,
 # gfortran builds the Fortran API's test program, libomp-dev (LLVM's OpenMP, with OMPT)
-# the OpenMP one.
+# the OpenMP one, libtrilinos-kokkos-dev (Trilinos' Kokkos 3) a real Kokkos program.
 TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev gfortran \
-             libomp-dev mpich libmpich-dev
+             libomp-dev mpich libmpich-dev libtrilinos-kokkos-dev
 
 .PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 bench bench-recorder clean fuzz
 

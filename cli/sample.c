@@ -344,10 +344,13 @@ static int launch(int run, int argc, char **argv)
         return die("out of memory");
     }
     st_strbuf_free(&pre);
-    /* strata run: Kokkos loads its tools from KOKKOS_TOOLS_LIBS: strata's library,
-     * already loaded, unless the user names another */
-    const char *kt = getenv("KOKKOS_TOOLS_LIBS");
-    if (run && (!kt || !*kt) && setenv("KOKKOS_TOOLS_LIBS", lib, 1) < 0) {
+    /* strata run: Kokkos loads its tools from KOKKOS_TOOLS_LIBS (Kokkos 3:
+     * KOKKOS_PROFILE_LIBRARY, set by the library when the program's Kokkos is one,
+     * native/kokkos.h): strata's library, already loaded, unless the user names
+     * another */
+    const char *kt = getenv("KOKKOS_TOOLS_LIBS"), *kp = getenv("KOKKOS_PROFILE_LIBRARY");
+    if (run && (!kt || !*kt) && (!kp || !*kp) &&
+        (setenv("KOKKOS_TOOLS_LIBS", lib, 1) < 0 || setenv("_STRATA_KOKKOS_LIB", lib, 1) < 0)) {
         st_args_free(&args);
         return die("out of memory");
     }

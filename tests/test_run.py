@@ -9,6 +9,7 @@ mistakes as one line and exit 2.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 import subprocess
 
 import pytest
@@ -253,6 +254,37 @@ def test_kokkos_tools(runner, built):
     mine = runner.run([STRATA, "run", built["kokkos"]],
                       env={"KOKKOS_TOOLS_LIBS": "/nonexistent/libtool.so"})
     assert mine.returncode == 1 and "/nonexistent/libtool.so" in mine.stderr, mine.describe()
+
+
+def test_real_kokkos(runner, tmp_path):
+    """A program of a real Kokkos (Debian's Trilinos has Kokkos 3, which reads its tool
+    from KOKKOS_PROFILE_LIBRARY, where Kokkos 4 reads KOKKOS_TOOLS_LIBS): its named
+    kernels under the region that ran them, the views' own kernels, the deep copy;
+    the output unchanged."""
+    header = Path("/usr/include/trilinos/Kokkos_Core.hpp")
+    gxx = shutil.which("g++")
+    if not header.exists() or not gxx:
+        pytest.skip("no Kokkos here (Debian's libtrilinos-kokkos-dev)")
+    exe = tmp_path / "kokkos_axpy"
+    subprocess.run([gxx, "-O1", "-g", "-fopenmp", f"-I{header.parent}",
+                    str(SRC / "kokkos_axpy.cc"), "-o", str(exe), "-ltrilinos_kokkoscore"],
+                   check=True)
+    plain = runner.run([exe], env={"OMP_NUM_THREADS": "2"})
+    res = run(runner, exe, env={"OMP_NUM_THREADS": "2"})
+    assert (res.returncode, res.stdout) == (plain.returncode, plain.stdout) == (0, "kokkos 3\n"), \
+        res.describe()
+    prof = load_profile(runner.results())
+    calls = {}
+    for th in prof["threads"]:
+        by_id = {}
+        for n in th["nodes"]:
+            p = (by_id[n["parent"]] if n["parent"] >= 0 else ()) + (n["label"],)
+            by_id[n["id"]] = p
+            calls[p] = calls.get(p, 0) + n["count"]
+    assert calls[("solve", "parallel_for axpy")] == 3, calls
+    assert calls[("solve", "parallel_reduce norm")] == 3, calls
+    assert ("parallel_for Kokkos::View::initialization [x]",) in calls, calls
+    assert ("deep_copy y -> y",) in calls, calls
 
 
 def test_openmp_with_ompt(runner, tmp_path):

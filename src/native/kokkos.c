@@ -7,12 +7,26 @@
  * ("deep_copy <src> -> <dst>"); allocations and deallocations of Kokkos views are
  * the alloc_bytes and allocs of the call that made them (site: the view's name).
  * Times are the host's: a kernel launched asynchronously on a device ends, for
- * strata, when Kokkos reports its end. Only under `strata run`. */
+ * strata, when Kokkos reports its end. Only under `strata run`.
+ *
+ * Kokkos 3 (Debian's Trilinos 13 has one) reads its tool from
+ * KOKKOS_PROFILE_LIBRARY, which Kokkos 4 still reads but warns about: so the
+ * command sets KOKKOS_TOOLS_LIBS, and st_nkokkos_env sets the old name too when
+ * the program's Kokkos core library does not know the new one. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "native/instrument.h"
+#include "native/kokkos.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -114,3 +128,41 @@ EXPORT void kokkosp_begin_deep_copy(space_handle_t dst_space, const char *dst_na
     st_ninstr_enter_text(text, &copy_key);
 }
 EXPORT void kokkosp_end_deep_copy(void) { st_ninstr_exit_key(&copy_key); }
+
+/* 1 when the file at `path` holds the text `word` (mapped, not read). */
+static int file_holds(const char *path, const char *word)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return 0;
+    int found = memmem(p, (size_t)st.st_size, word, strlen(word)) != NULL;
+    munmap(p, (size_t)st.st_size);
+    return found;
+}
+
+/* A Kokkos core library loaded that knows only KOKKOS_PROFILE_LIBRARY. */
+static int old_kokkos(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    const char *name = info->dlpi_name;
+    return name && strstr(name, "kokkoscore") && !file_holds(name, "KOKKOS_TOOLS_LIBS");
+}
+
+void st_nkokkos_env(void)
+{
+    const char *lib = getenv("_STRATA_KOKKOS_LIB");
+    if (!lib || !*lib)
+        return;
+    if (!getenv("KOKKOS_PROFILE_LIBRARY") && dl_iterate_phdr(old_kokkos, NULL))
+        setenv("KOKKOS_PROFILE_LIBRARY", lib, 1);
+    unsetenv("_STRATA_KOKKOS_LIB");
+}

@@ -63,6 +63,7 @@
 
 #include "core/settings.h"
 #include "native/instrument.h"
+#include "native/kokkos.h"
 #include "native/mpi.h"
 #include "native/ompt.h"
 #include "native/sampler.h"
@@ -248,6 +249,8 @@ __attribute__((constructor)) static void preload_start(void)
      * with --sample) */
     const char *mode = getenv("_STRATA_MODE");
     int run = mode && strcmp(mode, "run") == 0;
+    if (run)
+        st_nkokkos_env();
     if (!run) {
         st_settings_set(&set, ST_S_USE_SAMPLING, "ON", ST_SRC_FLAG, &msg);
         st_settings_set(&set, ST_S_PROFILE, "OFF", ST_SRC_FLAG, &msg);
