@@ -50,6 +50,11 @@ def wrappers_built(flavour: str) -> None:
                     f"({FLAVOURS[flavour]['debs'].split()[-1]})")
 
 
+def need_mpi4py(runner, python) -> None:
+    if runner.run([python, "-c", "import mpi4py"]).returncode != 0:
+        pytest.skip(f"mpi4py is not installed in {python}")
+
+
 def mpirun(runner, flavour, n, *args, timeout=120):
     launcher = need(flavour, "run")
     extra = ["--oversubscribe"] if flavour == "openmpi" else []
@@ -302,9 +307,7 @@ def test_mpi4py_under_strata_run(runner, venv_python):
     the Python program's strata.region."""
     need("openmpi", "run")
     wrappers_built("openmpi")
-    probe = runner.run([venv_python, "-c", "import mpi4py"])
-    if probe.returncode != 0:
-        pytest.skip(f"mpi4py is not installed in {venv_python}")
+    need_mpi4py(runner, venv_python)
     runner.write("app.py", """
         from array import array
         from mpi4py import MPI
@@ -335,9 +338,7 @@ def test_mpi4py_under_strata_python(runner, venv_python):
     nodes under the Python function that made them, with their bytes, and the rank
     from MPI_COMM_WORLD names the files."""
     wrappers_built("openmpi")
-    probe = runner.run([venv_python, "-c", "import mpi4py"])
-    if probe.returncode != 0:
-        pytest.skip(f"mpi4py is not installed in {venv_python}")
+    need_mpi4py(runner, venv_python)
     runner.write("app.py", """
         from array import array
         from mpi4py import MPI
@@ -379,9 +380,7 @@ def test_gather_mpi4py_explicit_finalize(runner, venv_python):
     written there (with the GIL taken by the hook), gathered and merged, and goes
     on running after it as it would."""
     wrappers_built("openmpi")
-    probe = runner.run([venv_python, "-c", "import mpi4py"])
-    if probe.returncode != 0:
-        pytest.skip(f"mpi4py is not installed in {venv_python}")
+    need_mpi4py(runner, venv_python)
     runner.write("app.py", """
         from array import array
         from mpi4py import MPI
@@ -415,9 +414,7 @@ def test_launcher_of_another_mpi(runner, venv_python):
     rank's calls are recorded by the Open MPI wrappers."""
     need("mpich", "run")
     wrappers_built("openmpi")
-    probe = runner.run([venv_python, "-c", "import mpi4py"])
-    if probe.returncode != 0:
-        pytest.skip(f"mpi4py is not installed in {venv_python}")
+    need_mpi4py(runner, venv_python)
     # each rank says what it saw in a file of its own (the launcher interleaves the
     # two processes' output)
     runner.write("app.py", """

@@ -256,6 +256,19 @@ def test_kokkos_tools(runner, built):
     assert mine.returncode == 1 and "/nonexistent/libtool.so" in mine.stderr, mine.describe()
 
 
+def clang_openmp(tmp_path, source: str, *flags) -> Path:
+    """tests/data/native/<source> built with clang -fopenmp (LLVM's libomp: OMPT)."""
+    clang = shutil.which("clang")
+    if not clang:
+        pytest.skip("clang is not installed (Debian's clang, libomp-dev)")
+    exe = tmp_path / Path(source).stem
+    built = subprocess.run([clang, "-O1", "-g", "-fopenmp", *flags, str(SRC / source), "-o",
+                            str(exe)], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"clang -fopenmp does not build here (Debian's libomp-dev): {built.stderr[-200:]}")
+    return exe
+
+
 def test_real_kokkos(runner, tmp_path):
     """A program of a real Kokkos (Debian's Trilinos has Kokkos 3, which reads its tool
     from KOKKOS_PROFILE_LIBRARY, where Kokkos 4 reads KOKKOS_TOOLS_LIBS): its named
@@ -290,14 +303,7 @@ def test_real_kokkos(runner, tmp_path):
 def test_openmp_with_ompt(runner, tmp_path):
     """LLVM's libomp finds strata as its OMPT tool: every thread of the team has its
     share of the parallel region, its loop and its barrier waits."""
-    clang = shutil.which("clang")
-    if not clang:
-        pytest.skip("clang is not installed (Debian's clang, libomp-dev)")
-    exe = tmp_path / "omp"
-    built = subprocess.run([clang, "-O1", "-g", "-fopenmp", str(SRC / "omp.c"), "-o", str(exe)],
-                           capture_output=True, text=True)
-    if built.returncode != 0:
-        pytest.skip(f"clang -fopenmp does not build here (Debian's libomp-dev): {built.stderr[-200:]}")
+    exe = clang_openmp(tmp_path, "omp.c")
     res = run(runner, exe)
     assert res.returncode == 0 and res.stdout == "omp\n", res.describe()
     prof = load_profile(runner.results())
@@ -320,15 +326,7 @@ def test_openmp_tasks(runner, tmp_path):
     (a barrier, a taskwait), its body's functions under it; 196 tasks in all (20
     that call work, 176 of fib(10)), a taskwait is "omp taskwait", and every task
     of fib nests under a taskwait of the fib that made it."""
-    clang = shutil.which("clang")
-    if not clang:
-        pytest.skip("clang is not installed (Debian's clang, libomp-dev)")
-    exe = tmp_path / "omp_tasks"
-    built = subprocess.run([clang, "-O1", "-g", "-fopenmp", "-finstrument-functions",
-                            str(SRC / "omp_tasks.c"), "-o", str(exe)],
-                           capture_output=True, text=True)
-    if built.returncode != 0:
-        pytest.skip(f"clang -fopenmp does not build here (Debian's libomp-dev): {built.stderr[-200:]}")
+    exe = clang_openmp(tmp_path, "omp_tasks.c", "-finstrument-functions")
     res = run(runner, exe)
     assert res.returncode == 0 and res.stdout == "fib 55 tasks\n", res.describe()
     prof = load_profile(runner.results())
