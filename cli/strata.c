@@ -1,6 +1,6 @@
 /* The `strata` command: one verb per file (verbs.h); this file dispatches.
  *
- *     strata python|sample|avail|report|merge [options] ...
+ *     strata python|sample|run|avail|report|merge|diff [options] ...
  *     strata --help | --version */
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +24,7 @@ static int usage(FILE *out)
           "  avail -G FILE [--all]                    write a configuration file\n"
           "  report [--format F] [-o OUT] RESULT      render a result in another format\n"
           "  merge -o OUT RESULT...                   combine runs or MPI ranks\n"
+          "  diff A B | diff A... -- B...             compare runs function by function\n"
           "\n"
           "  strata python --help    options of the python command\n"
           "  strata sample --help    options of the sample command\n"
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
         return st_report_main(argc - 2, argv + 2);
     if (strcmp(verb, "merge") == 0)
         return st_merge_main(argc - 2, argv + 2);
+    if (strcmp(verb, "diff") == 0)
+        return st_diff_main(argc - 2, argv + 2);
     fprintf(stderr, "strata: error: unknown command '%s' (see 'strata --help')\n", verb);
     return 2;
 }

@@ -32,6 +32,10 @@ int st_sample_main(int argc, char **argv);
  * as strata python times Python calls. */
 int st_run_main(int argc, char **argv);
 
+/* `strata diff A B` (or A... -- B...): the runs compared per function
+ * (output/diff.h); exit 1 with --fail-on when a function got slower. */
+int st_diff_main(int argc, char **argv);
+
 /* The MPI wrapper library (native/mpi.h) when `program` runs with MPI (the
  * launcher's variables, else the libraries the program needs; program NULL: the
  * variables alone), found beside strata's preload library: its path in buf, or

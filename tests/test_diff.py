@@ -1,0 +1,121 @@
+"""`strata diff` (issue 15, part 5): runs compared function by function, the noise of
+each change from the runs' spread, and --fail-on as a CI gate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import STRATA, have_strata
+
+pytestmark = pytest.mark.skipif(not have_strata(), reason=f"strata is not built: {STRATA}")
+
+# small() takes about 5 % of the time; SLOW scales its loop, CALLS its calls
+PROG = """
+    import os
+
+    SLOW = float(os.environ.get("SLOW", "1"))
+    CALLS = int(os.environ.get("CALLS", "10"))
+
+    def small():
+        s = 0
+        for i in range(int(20000 * SLOW)):
+            s += i
+        return s
+
+    def big():
+        s = 0
+        for i in range(380000):
+            s += i
+        return s
+
+    def main():
+        for _ in range(CALLS):
+            small()
+        for _ in range(10):
+            big()
+
+    main()
+"""
+
+
+def runs(runner, name: str, n: int, **env) -> list[str]:
+    """n runs of the program, each its own results folder."""
+    runner.write("prog.py", PROG)
+    out = []
+    for i in range(n):
+        folder = runner.dir / f"{name}{i}"
+        r = runner.strata("-o", folder, "prog.py",
+                          env={"STRATA_PRINT_TABLES": "OFF", **{k: str(v) for k, v in env.items()}})
+        assert r.returncode == 0, r.describe()
+        out.append(str(folder))
+    return out
+
+
+def diff(runner, *args):
+    return runner.run([STRATA, "diff", *map(str, args)])
+
+
+def test_slower_function_flagged(runner):
+    """small() made 60 % slower in B: flagged beyond the noise of five runs a side,
+    --fail-on exits 1; big() is not; the JSON says the same."""
+    a = runs(runner, "a", 5)
+    b = runs(runner, "b", 5, SLOW=1.6)
+    r = diff(runner, "--fail-on", 25, *a, "--", *b)
+    assert r.returncode == 1, r.describe()
+    rows = {ln.split("|")[1].strip(): ln for ln in r.stdout.splitlines() if ln.startswith("| prog")}
+    assert "SLOWER" in rows["prog:6:small"] and "SLOWER" not in rows["prog:12:big"], r.stdout
+    assert "CHANGES, A (5 RUNS) TO B (5 RUNS)" in r.stdout
+    j = diff(runner, "--format", "json", "--fail-on", 25, *a, "--", *b)
+    assert j.returncode == 1, j.describe()
+    doc = json.loads(j.stdout)
+    fns = {f["name"]: f for f in doc["functions"]}
+    assert doc["runs"] == [5, 5] and doc["regressions"] == 1
+    small = fns["prog:6:small"]
+    assert small["regression"] and small["change"] > 25 and small["calls"] == [10, 10]
+    assert small["self"][1] - small["self"][0] > small["noise"] > 0
+    assert 2 < small["share"] < 15, small
+    # most grown first
+    assert doc["functions"][0]["name"] == "prog:6:small"
+    # without --fail-on the change is said and the status is 0
+    assert diff(runner, *a, "--", *b).returncode == 0
+
+
+def test_same_program_nothing_flagged(runner):
+    """Two sets of runs of the same program: nothing beyond the noise at 25 %, exit 0;
+    call counts equal."""
+    a = runs(runner, "a", 4)
+    b = runs(runner, "b", 4)
+    r = diff(runner, "--fail-on", 25, "--format", "json", *a, "--", *b)
+    assert r.returncode == 0, r.describe()
+    doc = json.loads(r.stdout)
+    assert doc["regressions"] == 0
+    assert all(f["calls"][0] == f["calls"][1] for f in doc["functions"]), doc
+
+
+def test_calls_compared_exactly(runner):
+    """Two single runs: the changed call count is said ("calls"), whatever the times."""
+    a = runs(runner, "a", 1)
+    b = runs(runner, "b", 1, CALLS=11)
+    r = diff(runner, a[0], b[0])
+    assert r.returncode == 0, r.describe()
+    row = next(ln for ln in r.stdout.splitlines() if "prog:6:small" in ln)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:3] == ["10", "11"] and cells[-1] in ("calls", "SLOWER"), cells
+
+
+@pytest.mark.parametrize("args, words", [
+    ([], "compares two results"),
+    (["only-one"], "compares two results"),
+    (["a", "--"], "needs runs on both sides"),
+    (["--fail-on", "x", "a", "b"], "needs a percentage"),
+    (["--format", "html", "a", "b"], "takes text or json"),
+    (["--bogus", "a", "b"], "unknown option"),
+    (["/nonexistent/a", "/nonexistent/b"], "cannot read"),
+])
+def test_mistakes(runner, args, words):
+    r = diff(runner, *args)
+    assert r.returncode == 2 and r.stdout == "", r.describe()
+    assert r.stderr.startswith("strata: error: ") and words in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
