@@ -21,29 +21,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROG = """
-import os
-SLOW = float(os.environ.get("SLOW", "1"))
-
-def small():
-    s = 0
-    for i in range(int(20000 * SLOW)):
-        s += i
-    return s
-
-def big():
-    s = 0
-    for i in range(380000):
-        s += i
-    return s
-
-def main():
-    for _ in range(10):
-        small()
-        big()
-
-main()
-"""
+PROG = os.path.join(ROOT, "bench", "workloads", "diff_split.py")
+SMALL = "diff_split:9:small"
 
 
 def sides(strata, prog, tmp, runs, slow):
@@ -70,9 +49,7 @@ def main():
     a = ap.parse_args()
     ok = {"same": 0, "slower": 0}
     with tempfile.TemporaryDirectory() as tmp:
-        prog = os.path.join(tmp, "prog.py")
-        with open(prog, "w") as f:
-            f.write(PROG)
+        prog = PROG
         for t in range(a.trials):
             for kind, slow in (("same", 1.0), ("slower", a.slow)):
                 d = os.path.join(tmp, f"{kind}{t}")
@@ -83,9 +60,9 @@ def main():
                                    text=True)
                 doc = json.loads(r.stdout)
                 flagged = sorted(f["name"] for f in doc["functions"] if f["regression"])
-                good = flagged == ([] if kind == "same" else ["prog:5:small"])
+                good = flagged == ([] if kind == "same" else [SMALL])
                 ok[kind] += good
-                small = next(f for f in doc["functions"] if f["name"] == "prog:5:small")
+                small = next(f for f in doc["functions"] if f["name"] == SMALL)
                 print(f"trial {t + 1:2d} {kind:6s} flagged {flagged or 'nothing'}; small() "
                       f"{small['change']:+.1f} % (noise {1e3 * small['noise']:.2f} ms) "
                       f"{'ok' if good else 'WRONG'}", flush=True)

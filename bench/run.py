@@ -4,8 +4,8 @@
     python bench/run.py [--quick] [-n N] [--only W[,W]] [--tools T[,T]] [--update-docs]
                         [--before STRATA]
 
-Every workload in bench/workloads/ runs as a separate process under each
-configuration:
+Every workload of WORKLOADS (bench/workloads/; diff_split.py there is
+bench/diff_bench.py's) runs as a separate process under each configuration:
 
     plain     python script.py
     floor     the same with empty callbacks (bench/floor/benchfloor.c): a C profile

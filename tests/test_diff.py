@@ -7,46 +7,21 @@ import json
 
 import pytest
 
-from conftest import STRATA, have_strata
+from conftest import REPO, STRATA, have_strata
 
 pytestmark = pytest.mark.skipif(not have_strata(), reason=f"strata is not built: {STRATA}")
 
-# small() takes about 5 % of the time; SLOW scales its loop, CALLS its calls
-PROG = """
-    import os
-
-    SLOW = float(os.environ.get("SLOW", "1"))
-    CALLS = int(os.environ.get("CALLS", "10"))
-
-    def small():
-        s = 0
-        for i in range(int(20000 * SLOW)):
-            s += i
-        return s
-
-    def big():
-        s = 0
-        for i in range(380000):
-            s += i
-        return s
-
-    def main():
-        for _ in range(CALLS):
-            small()
-        for _ in range(10):
-            big()
-
-    main()
-"""
+# small() takes about 5 % of the time; SLOW scales its work, CALLS its calls
+PROG = REPO / "bench" / "workloads" / "diff_split.py"
+SMALL, BIG = "diff_split:9:small", "diff_split:16:big"
 
 
 def runs(runner, name: str, n: int, **env) -> list[str]:
     """n runs of the program, each its own results folder."""
-    runner.write("prog.py", PROG)
     out = []
     for i in range(n):
         folder = runner.dir / f"{name}{i}"
-        r = runner.strata("-o", folder, "prog.py",
+        r = runner.strata("-o", folder, PROG,
                           env={"STRATA_PRINT_TABLES": "OFF", **{k: str(v) for k, v in env.items()}})
         assert r.returncode == 0, r.describe()
         out.append(str(folder))
@@ -64,20 +39,20 @@ def test_slower_function_flagged(runner):
     b = runs(runner, "b", 5, SLOW=1.6)
     r = diff(runner, "--fail-on", 25, *a, "--", *b)
     assert r.returncode == 1, r.describe()
-    rows = {ln.split("|")[1].strip(): ln for ln in r.stdout.splitlines() if ln.startswith("| prog")}
-    assert "SLOWER" in rows["prog:6:small"] and "SLOWER" not in rows["prog:12:big"], r.stdout
+    rows = {ln.split("|")[1].strip(): ln for ln in r.stdout.splitlines() if ln.startswith("| diff")}
+    assert "SLOWER" in rows[SMALL] and "SLOWER" not in rows[BIG], r.stdout
     assert "CHANGES, A (5 RUNS) TO B (5 RUNS)" in r.stdout
     j = diff(runner, "--format", "json", "--fail-on", 25, *a, "--", *b)
     assert j.returncode == 1, j.describe()
     doc = json.loads(j.stdout)
     fns = {f["name"]: f for f in doc["functions"]}
     assert doc["runs"] == [5, 5] and doc["regressions"] == 1
-    small = fns["prog:6:small"]
+    small = fns[SMALL]
     assert small["regression"] and small["change"] > 25 and small["calls"] == [10, 10]
     assert small["self"][1] - small["self"][0] > small["noise"] > 0
     assert 2 < small["share"] < 15, small
     # most grown first
-    assert doc["functions"][0]["name"] == "prog:6:small"
+    assert doc["functions"][0]["name"] == SMALL
     # without --fail-on the change is said and the status is 0
     assert diff(runner, *a, "--", *b).returncode == 0
 
@@ -100,7 +75,7 @@ def test_calls_compared_exactly(runner):
     b = runs(runner, "b", 1, CALLS=11)
     r = diff(runner, a[0], b[0])
     assert r.returncode == 0, r.describe()
-    row = next(ln for ln in r.stdout.splitlines() if "prog:6:small" in ln)
+    row = next(ln for ln in r.stdout.splitlines() if SMALL in ln)
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1:3] == ["10", "11"] and cells[-1] in ("calls", "SLOWER"), cells
 
