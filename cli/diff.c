@@ -14,8 +14,8 @@
 
 static void diff_usage(FILE *out)
 {
-    fputs("usage: strata diff [--fail-on PCT] [--min-share PCT] [--format text|json]\n"
-          "                   [-o FILE] [--top N] A B\n"
+    fputs("usage: strata diff [--fail-on PCT] [--min-share PCT] [--by-rank]\n"
+          "                   [--format text|json] [-o FILE] [--top N] A B\n"
           "       strata diff [options] A... -- B...\n"
           "\n"
           "Compares function by function the runs A (before) with the runs B (after):\n"
@@ -23,9 +23,10 @@ static void diff_usage(FILE *out)
           "(a profile.json, or a results folder: an MPI job's ranks make one run); with\n"
           "several runs a side, the noise of each change comes from their spread.\n"
           "\n"
-          "  --fail-on PCT    exit 1 when a function got slower by more than PCT %% beyond\n"
+          "  --fail-on PCT    exit 1 when a function got slower by more than PCT % beyond\n"
           "                   the noise (default: say so, exit 0; PCT 10 marks them)\n"
-          "  --min-share PCT  only functions taking PCT %% of the time or more (1)\n"
+          "  --min-share PCT  only functions taking PCT % of the time or more (1)\n"
+          "  --by-rank        each MPI rank's functions apart (\"[rank 3] solve\")\n"
           "  --format F       text (default) or json\n"
           "  -o FILE          write there, not to standard output\n"
           "  --top N          rows of the text table (30; 0: all)\n",
@@ -34,7 +35,7 @@ static void diff_usage(FILE *out)
 
 typedef struct {
     double pct, min_share;
-    int fail, json;
+    int fail, json, by_rank;
     long top;
     const char *out;
     char **sides[2];
@@ -73,6 +74,8 @@ static int parse(diff_opts_t *o, int argc, char **argv, st_msg_t *msg)
                 o->min_share = x;
             }
             i++;
+        } else if (!split && strcmp(a, "--by-rank") == 0) {
+            o->by_rank = 1;
         } else if (!split && strcmp(a, "--format") == 0) {
             if (!v || (strcmp(v, "text") != 0 && strcmp(v, "json") != 0))
                 return st_msg_set(msg, ST_EUSAGE, "--format takes text or json");
@@ -138,6 +141,7 @@ int st_diff_main(int argc, char **argv)
     }
     st_diff_t d;
     st_diff_init(&d, o.pct, o.min_share);
+    d.by_rank = o.by_rank;
     for (int s = 0; s < 2 && rc == 0; s++)
         for (int i = 0; i < o.n[s] && rc == 0; i++)
             rc = add_run(&d, s, o.sides[s][i], &msg);

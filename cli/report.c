@@ -23,8 +23,8 @@ static void report_usage(FILE *out)
           "  -o OUT       the file to write ('-': standard output); default: standard\n"
           "               output for text, else the format's file in RESULT's folder\n"
           "  --force      replace files that exist (never RESULT's own files)\n"
-          "  -n PCT       call graph: leave out functions under PCT %% of the total (0.5)\n"
-          "  -e PCT       call graph: leave out calls under PCT %% of the total (0.1)\n"
+          "  -n PCT       call graph: leave out functions under PCT % of the total (0.5)\n"
+          "  -e PCT       call graph: leave out calls under PCT % of the total (0.1)\n"
           "  --colour-nodes-by-selftime   colour the call graph by self time\n"
           "  --precision N                decimals in the text tables (6)\n",
           out);

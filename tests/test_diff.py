@@ -80,6 +80,29 @@ def test_calls_compared_exactly(runner):
     assert cells[1:3] == ["10", "11"] and cells[-1] in ("calls", "SLOWER"), cells
 
 
+def test_by_rank(runner):
+    """Two runs of a two-rank job (each rank's profile in one folder, as an MPI
+    launcher's ranks write them): with --by-rank each rank's functions are apart,
+    and only rank 1's small(), made four times slower, is SLOWER; without it the
+    ranks are summed."""
+    for name, slow in (("a", 1), ("b", 4)):
+        for rank in (0, 1):
+            r = runner.strata("-o", runner.dir / name, PROG, env={
+                "STRATA_PRINT_TABLES": "OFF", "OMPI_COMM_WORLD_RANK": str(rank),
+                "SLOW": str(slow if rank == 1 else 1)})
+            assert r.returncode == 0, r.describe()
+    r = diff(runner, "--by-rank", "--format", "json", "--fail-on", 50, runner.dir / "a",
+             runner.dir / "b")
+    assert r.returncode == 1, r.describe()
+    fns = {f["name"]: f for f in json.loads(r.stdout)["functions"]}
+    assert f"[rank 0] {SMALL}" in fns and f"[rank 1] {BIG}" in fns, sorted(fns)
+    assert fns[f"[rank 1] {SMALL}"]["regression"] and not fns[f"[rank 0] {SMALL}"]["regression"]
+    summed = json.loads(diff(runner, "--format", "json", runner.dir / "a",
+                             runner.dir / "b").stdout)
+    assert {f["name"] for f in summed["functions"]} >= {SMALL, BIG}
+    assert next(f for f in summed["functions"] if f["name"] == SMALL)["calls"] == [20, 20]
+
+
 @pytest.mark.parametrize("args, words", [
     ([], "compares two results"),
     (["only-one"], "compares two results"),

@@ -68,31 +68,33 @@ static uint32_t fn_of(st_diff_t *d, const char *name)
     }
 }
 
-int st_diff_add_run(st_diff_t *d, int side, const st_model_t *m)
+/* The functions of m's rank `rank` (all ranks: -1) into `mine` (this run's self
+ * time per function), their names prefixed by the rank's when `rank` >= 0. */
+static int add_graph(st_diff_t *d, int side, const st_model_t *m, long rank, double **mine,
+                     size_t *cap)
 {
-    uint32_t r = d->runs[side];
-    double **runs = realloc(d->self[side], (r + 1) * sizeof *runs);
-    uint32_t *ns = runs ? realloc(d->nself[side], (r + 1) * sizeof *ns) : NULL;
-    if (runs)
-        d->self[side] = runs;
-    if (!ns)
-        return ST_ENOMEM;
-    d->nself[side] = ns;
     st_fgraph_t g;
-    int rc = st_fgraph_build(&g, m, -1);
+    int rc = st_fgraph_build(&g, m, rank);
     if (rc < 0)
         return rc;
-    /* this run's self time per function: ids of functions it adds come after */
-    double *mine = calloc((size_t)d->nfns + g.nfns + 1, sizeof *mine);
-    if (!mine) {
-        st_fgraph_free(&g);
-        return ST_ENOMEM;
-    }
     if (g.timer < 0)
         d->timed = 0;
+    size_t need = (size_t)d->nfns + g.nfns + 1;
+    if (need > *cap) {
+        double *more = realloc(*mine, need * sizeof *more);
+        if (!more) {
+            st_fgraph_free(&g);
+            return ST_ENOMEM;
+        }
+        memset(more + *cap, 0, (need - *cap) * sizeof *more);
+        *mine = more;
+        *cap = need;
+    }
     st_strbuf_t name;
     st_strbuf_init(&name);
     for (uint32_t f = 0; f < g.nfns && rc == 0; f++) {
+        if (rank >= 0)
+            st_strbuf_printf(&name, "[rank %ld] ", rank);
         st_fgraph_name(&g, m, f, 1, &name);
         uint32_t i = name.failed ? UINT32_MAX : fn_of(d, st_strbuf_cstr(&name));
         st_strbuf_reset(&name);
@@ -104,14 +106,37 @@ int st_diff_add_run(st_diff_t *d, int side, const st_model_t *m)
         double v[3] = {n->tt, n->ct, (double)n->nc};
         for (int k = 0; k < 3; k++)
             d->fns[i].sum[side][k] += v[k];
-        mine[i] += n->tt;
+        (*mine)[i] += n->tt;
         d->self_all[side] += n->tt;
     }
     st_strbuf_free(&name);
     st_fgraph_free(&g);
-    if (rc < 0) {
+    return rc;
+}
+
+int st_diff_add_run(st_diff_t *d, int side, const st_model_t *m)
+{
+    uint32_t r = d->runs[side];
+    double **runs = realloc(d->self[side], (r + 1) * sizeof *runs);
+    uint32_t *ns = runs ? realloc(d->nself[side], (r + 1) * sizeof *ns) : NULL;
+    if (runs)
+        d->self[side] = runs;
+    if (!ns)
+        return ST_ENOMEM;
+    d->nself[side] = ns;
+    double *mine = NULL;
+    size_t cap = 0;
+    uint32_t nranks = 0, *ranks = d->by_rank ? st_model_ranks(m, &nranks) : NULL;
+    int rc = 0;
+    if (nranks)
+        for (uint32_t k = 0; k < nranks && rc == 0; k++)
+            rc = add_graph(d, side, m, (long)ranks[k], &mine, &cap);
+    else
+        rc = add_graph(d, side, m, -1, &mine, &cap);
+    free(ranks);
+    if (rc < 0 || !mine) {
         free(mine);
-        return rc;
+        return rc < 0 ? rc : ST_ENOMEM;
     }
     d->self[side][r] = mine;
     d->nself[side][r] = d->nfns;
