@@ -10,12 +10,13 @@
 #include "base/number.h"
 #include "model/profile.h"
 #include "output/diff.h"
+#include "output/diffgraph.h"
 #include "results.h"
 
 static void diff_usage(FILE *out)
 {
     fputs("usage: strata diff [--fail-on PCT] [--min-share PCT] [--by-rank]\n"
-          "                   [--format text|json] [-o FILE] [--top N] A B\n"
+          "                   [--format text|json|html] [-o FILE] [--top N] A B\n"
           "       strata diff [options] A... -- B...\n"
           "\n"
           "Compares function by function the runs A (before) with the runs B (after):\n"
@@ -27,7 +28,8 @@ static void diff_usage(FILE *out)
           "                   the noise (default: say so, exit 0; PCT 10 marks them)\n"
           "  --min-share PCT  only functions taking PCT % of the time or more (1)\n"
           "  --by-rank        each MPI rank's functions apart (\"[rank 3] solve\")\n"
-          "  --format F       text (default) or json\n"
+          "  --format F       text (default), json, or html (a differential flame graph\n"
+          "                   of B's call paths coloured by the change, and the table)\n"
           "  -o FILE          write there, not to standard output\n"
           "  --top N          rows of the text table (30; 0: all)\n",
           out);
@@ -35,7 +37,7 @@ static void diff_usage(FILE *out)
 
 typedef struct {
     double pct, min_share;
-    int fail, json, by_rank;
+    int fail, json, html, by_rank;
     long top;
     const char *out;
     char **sides[2];
@@ -77,9 +79,11 @@ static int parse(diff_opts_t *o, int argc, char **argv, st_msg_t *msg)
         } else if (!split && strcmp(a, "--by-rank") == 0) {
             o->by_rank = 1;
         } else if (!split && strcmp(a, "--format") == 0) {
-            if (!v || (strcmp(v, "text") != 0 && strcmp(v, "json") != 0))
-                return st_msg_set(msg, ST_EUSAGE, "--format takes text or json");
+            if (!v || (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 &&
+                       strcmp(v, "html") != 0))
+                return st_msg_set(msg, ST_EUSAGE, "--format takes text, json or html");
             o->json = strcmp(v, "json") == 0;
+            o->html = strcmp(v, "html") == 0;
             i++;
         } else if (!split && strcmp(a, "-o") == 0) {
             if (!v)
@@ -113,8 +117,8 @@ static int parse(diff_opts_t *o, int argc, char **argv, st_msg_t *msg)
     return 0;
 }
 
-/* One RESULT as one run of a side. */
-static int add_run(st_diff_t *d, int side, const char *arg, st_msg_t *msg)
+/* One RESULT as one run of a side (and of the call paths' tree, when given). */
+static int add_run(st_diff_t *d, st_dtree_t *tree, int side, const char *arg, st_msg_t *msg)
 {
     st_cli_paths_t files = {0};
     st_profile_t p;
@@ -125,6 +129,8 @@ static int add_run(st_diff_t *d, int side, const char *arg, st_msg_t *msg)
     if (rc < 0)
         return rc;
     rc = st_diff_add_run(d, side, &p.model);
+    if (rc == 0 && tree)
+        rc = st_dtree_add_run(tree, side, &p.model);
     st_profile_free(&p);
     return rc < 0 ? st_msg_set(msg, rc, "out of memory") : 0;
 }
@@ -142,9 +148,12 @@ int st_diff_main(int argc, char **argv)
     st_diff_t d;
     st_diff_init(&d, o.pct, o.min_share);
     d.by_rank = o.by_rank;
+    st_dtree_t tree = {0};
+    if (rc == 0 && o.html && st_dtree_init(&tree) < 0)
+        rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");
     for (int s = 0; s < 2 && rc == 0; s++)
         for (int i = 0; i < o.n[s] && rc == 0; i++)
-            rc = add_run(&d, s, o.sides[s][i], &msg);
+            rc = add_run(&d, o.html ? &tree : NULL, s, o.sides[s][i], &msg);
     free(o.sides[0]);
     st_diff_row_t *rows = NULL;
     long n = rc == 0 ? st_diff_rows(&d, &rows) : 0;
@@ -152,14 +161,27 @@ int st_diff_main(int argc, char **argv)
         rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");
     if (rc < 0) {
         st_diff_free(&d);
+        st_dtree_free(&tree);
         return st_cli_fail(msg.text);
     }
     st_strbuf_t out;
     st_strbuf_init(&out);
-    if (o.json)
+    if (o.json) {
         st_diff_json_write(&out, &d, rows, (size_t)n);
-    else
+    } else if (o.html) {
+        st_strbuf_t table;
+        st_strbuf_init(&table);
+        st_diff_table_write(&table, &d, rows, (size_t)n, (size_t)o.top);
+        char title[96];
+        snprintf(title, sizeof title, "strata diff: A (%u run%s) to B (%u run%s)", d.runs[0],
+                 d.runs[0] == 1 ? "" : "s", d.runs[1], d.runs[1] == 1 ? "" : "s");
+        st_dtree_html_write(&out, &tree, title, table.failed ? "" : st_strbuf_cstr(&table));
+        out.failed |= table.failed;
+        st_strbuf_free(&table);
+    } else {
         st_diff_table_write(&out, &d, rows, (size_t)n, (size_t)o.top);
+    }
+    st_dtree_free(&tree);
     size_t regressions = 0;
     for (long i = 0; i < n; i++)
         regressions += rows[i].regression != 0;

@@ -4,6 +4,7 @@ each change from the runs' spread, and --fail-on as a CI gate."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -55,6 +56,17 @@ def test_slower_function_flagged(runner):
     assert doc["functions"][0]["name"] == SMALL
     # without --fail-on the change is said and the status is 0
     assert diff(runner, *a, "--", *b).returncode == 0
+    # the differential flame graph: B's paths, small() red (it grew 60 %), the table
+    page = runner.dir / "diff.html"
+    h = diff(runner, "--format", "html", "-o", page, *a, "--", *b)
+    assert h.returncode == 0 and h.stdout == "", h.describe()
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "A (5 runs) to B (5 runs)" in html
+    frames = re.findall(r"<title>([^\n<]*)\n.*?fill=\"rgb\((\d+),(\d+),(\d+)\)\"", html, re.S)
+    colour = {name: tuple(map(int, rgb)) for name, *rgb in frames}
+    assert colour["small"][0] == 255 and colour["small"][1] < 200, colour
+    assert colour["big"][1] > colour["small"][1], colour  # big changed less
+    assert "CHANGES, A (5 RUNS) TO B (5 RUNS)" in html and "SLOWER" in html
 
 
 def test_same_program_nothing_flagged(runner):
@@ -108,7 +120,7 @@ def test_by_rank(runner):
     (["only-one"], "compares two results"),
     (["a", "--"], "needs runs on both sides"),
     (["--fail-on", "x", "a", "b"], "needs a percentage"),
-    (["--format", "html", "a", "b"], "takes text or json"),
+    (["--format", "xml", "a", "b"], "takes text, json or html"),
     (["--bogus", "a", "b"], "unknown option"),
     (["/nonexistent/a", "/nonexistent/b"], "cannot read"),
 ])

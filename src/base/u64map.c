@@ -80,3 +80,11 @@ uint32_t st_u64map_get(const st_u64map_t *m, uint64_t key)
     }
     return UINT32_MAX;
 }
+
+uint64_t st_u64map_text_key(const char *s, uint64_t seed)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ seed;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h == UINT64_MAX ? 0 : h;
+}

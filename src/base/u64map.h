@@ -22,4 +22,13 @@ int st_u64map_put(st_u64map_t *m, uint64_t key, uint32_t val, uint32_t *old);
 /* The value of key, or UINT32_MAX. */
 uint32_t st_u64map_get(const st_u64map_t *m, uint64_t key);
 
+/* Maps keyed by text: the key of text s (FNV-1a, from `seed`; never the reserved
+ * key), and the key to try next when the one found belongs to another text. */
+uint64_t st_u64map_text_key(const char *s, uint64_t seed);
+static inline uint64_t st_u64map_next_key(uint64_t k)
+{
+    k = k * 31 + 1;
+    return k == UINT64_MAX ? 0 : k;
+}
+
 #endif

@@ -32,18 +32,10 @@ void st_diff_free(st_diff_t *d)
     memset(d, 0, sizeof *d);
 }
 
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h == UINT64_MAX ? 0 : h;
-}
-
 /* The function named `name`, made when new; UINT32_MAX when out of memory. */
 static uint32_t fn_of(st_diff_t *d, const char *name)
 {
-    for (uint64_t k = hash(name);; k = k * 31 + 1 == UINT64_MAX ? 0 : k * 31 + 1) {
+    for (uint64_t k = st_u64map_text_key(name, 0);; k = st_u64map_next_key(k)) {
         uint32_t i = st_u64map_get(&d->index, k);
         if (i != UINT32_MAX) {
             if (strcmp(d->fns[i].name, name) == 0)
