@@ -15,7 +15,7 @@
 
 static void diff_usage(FILE *out)
 {
-    fputs("usage: strata diff [--fail-on PCT] [--min-share PCT] [--by-rank]\n"
+    fputs("usage: strata diff [--fail-on PCT] [--min-share PCT] [--by-rank] [--by-thread]\n"
           "                   [--format text|json|html] [-o FILE] [--top N] A B\n"
           "       strata diff [options] A... -- B...\n"
           "\n"
@@ -28,6 +28,7 @@ static void diff_usage(FILE *out)
           "                   the noise (default: say so, exit 0; PCT 10 marks them)\n"
           "  --min-share PCT  only functions taking PCT % of the time or more (1)\n"
           "  --by-rank        each MPI rank's functions apart (\"[rank 3] solve\")\n"
+          "  --by-thread      each thread's functions apart, threads matched by name\n"
           "  --format F       text (default), json, or html (a differential flame graph\n"
           "                   of B's call paths coloured by the change, and the table)\n"
           "  -o FILE          write there, not to standard output\n"
@@ -37,7 +38,7 @@ static void diff_usage(FILE *out)
 
 typedef struct {
     double pct, min_share;
-    int fail, json, html, by_rank;
+    int fail, json, html, by_rank, by_thread;
     long top;
     const char *out;
     char **sides[2];
@@ -78,6 +79,8 @@ static int parse(diff_opts_t *o, int argc, char **argv, st_msg_t *msg)
             i++;
         } else if (!split && strcmp(a, "--by-rank") == 0) {
             o->by_rank = 1;
+        } else if (!split && strcmp(a, "--by-thread") == 0) {
+            o->by_thread = 1;
         } else if (!split && strcmp(a, "--format") == 0) {
             if (!v || (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 &&
                        strcmp(v, "html") != 0))
@@ -148,6 +151,7 @@ int st_diff_main(int argc, char **argv)
     st_diff_t d;
     st_diff_init(&d, o.pct, o.min_share);
     d.by_rank = o.by_rank;
+    d.by_thread = o.by_thread;
     st_dtree_t tree = {0};
     if (rc == 0 && o.html && st_dtree_init(&tree) < 0)
         rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");

@@ -115,6 +115,39 @@ def test_by_rank(runner):
     assert next(f for f in summed["functions"] if f["name"] == SMALL)["calls"] == [20, 20]
 
 
+def test_by_thread(runner):
+    """--by-thread: the same function run by two threads, made four times slower in
+    the thread named "worker" only: that thread's is SLOWER, the main thread's not;
+    threads are matched by name from run to run."""
+    runner.write("threads.py", """
+        import os, threading
+
+        def spin(n):
+            s = 0
+            for i in range(n):
+                s += i
+            return s
+
+        t = threading.Thread(name="worker",
+                             target=lambda: spin(int(100000 * float(os.environ["SLOW"]))))
+        t.start()
+        t.join()
+        spin(100000)
+    """)
+    for name, slow in (("a", 1), ("b", 4)):
+        r = runner.strata("-o", runner.dir / name, "threads.py",
+                          env={"STRATA_PRINT_TABLES": "OFF", "SLOW": str(slow)})
+        assert r.returncode == 0, r.describe()
+    r = diff(runner, "--by-thread", "--format", "json", "--fail-on", 50, runner.dir / "a",
+             runner.dir / "b")
+    assert r.returncode == 1, r.describe()
+    fns = {f["name"]: f for f in json.loads(r.stdout)["functions"]}
+    worker = [k for k in fns if k.startswith("[worker] ") and k.endswith(":spin")]
+    main = [k for k in fns if k.startswith("[MainThread] ") and k.endswith(":spin")]
+    assert len(worker) == 1 and len(main) == 1, sorted(fns)
+    assert fns[worker[0]]["regression"] and not fns[main[0]]["regression"], fns
+
+
 @pytest.mark.parametrize("args, words", [
     ([], "compares two results"),
     (["only-one"], "compares two results"),

@@ -61,9 +61,10 @@ static uint32_t fn_of(st_diff_t *d, const char *name)
 }
 
 /* The functions of m's rank `rank` (all ranks: -1) into `mine` (this run's self
- * time per function), their names prefixed by the rank's when `rank` >= 0. */
-static int add_graph(st_diff_t *d, int side, const st_model_t *m, long rank, double **mine,
-                     size_t *cap)
+ * time per function), their names prefixed by the rank's when `rank` >= 0, else
+ * by `prefix` (may be NULL). */
+static int add_graph(st_diff_t *d, int side, const st_model_t *m, long rank, const char *prefix,
+                     double **mine, size_t *cap)
 {
     st_fgraph_t g;
     int rc = st_fgraph_build(&g, m, rank);
@@ -87,6 +88,8 @@ static int add_graph(st_diff_t *d, int side, const st_model_t *m, long rank, dou
     for (uint32_t f = 0; f < g.nfns && rc == 0; f++) {
         if (rank >= 0)
             st_strbuf_printf(&name, "[rank %ld] ", rank);
+        else if (prefix)
+            st_strbuf_printf(&name, "[%s] ", prefix);
         st_fgraph_name(&g, m, f, 1, &name);
         uint32_t i = name.failed ? UINT32_MAX : fn_of(d, st_strbuf_cstr(&name));
         st_strbuf_reset(&name);
@@ -120,11 +123,21 @@ int st_diff_add_run(st_diff_t *d, int side, const st_model_t *m)
     size_t cap = 0;
     uint32_t nranks = 0, *ranks = d->by_rank ? st_model_ranks(m, &nranks) : NULL;
     int rc = 0;
-    if (nranks)
+    if (nranks) {
         for (uint32_t k = 0; k < nranks && rc == 0; k++)
-            rc = add_graph(d, side, m, (long)ranks[k], &mine, &cap);
-    else
-        rc = add_graph(d, side, m, -1, &mine, &cap);
+            rc = add_graph(d, side, m, (long)ranks[k], NULL, &mine, &cap);
+    } else if (d->by_thread) {
+        /* a view of the run holding one thread */
+        for (size_t k = 0; k < m->nthreads && rc == 0; k++) {
+            st_model_t one = *m;
+            one.threads = &m->threads[k];
+            one.nthreads = 1;
+            const char *tn = m->threads[k].name;
+            rc = add_graph(d, side, &one, -1, tn && *tn ? tn : "thread", &mine, &cap);
+        }
+    } else {
+        rc = add_graph(d, side, m, -1, NULL, &mine, &cap);
+    }
     free(ranks);
     if (rc < 0 || !mine) {
         free(mine);

@@ -43,6 +43,8 @@ typedef struct {
     double self_all[2];  /* every function's self time over the side's runs */
     int timed;           /* every run had a timer */
     int by_rank;         /* functions kept apart per MPI rank ("[rank 3] f") */
+    int by_thread;       /* functions kept apart per thread, by its name
+                          * ("[MainThread] f"; threads of one name together) */
     double pct, min_share;
 } st_diff_t;
 
@@ -63,8 +65,8 @@ void st_diff_init(st_diff_t *d, double pct, double min_share);
 void st_diff_free(st_diff_t *d);
 
 /* Adds one run to side 0 (A, before) or 1 (B, after); with d->by_rank set, each of
- * its MPI ranks' functions apart (a run without ranks as it is). Returns 0 or
- * ST_ENOMEM. */
+ * its MPI ranks' functions apart (a run without ranks as it is), with d->by_thread
+ * each thread's. Returns 0 or ST_ENOMEM. */
 int st_diff_add_run(st_diff_t *d, int side, const st_model_t *m);
 
 /* The rows, most grown self time first (the largest shrink last); *rows owned by
