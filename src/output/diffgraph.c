@@ -9,6 +9,7 @@
 #include "model/names.h"
 #include "model/walk.h"
 #include "output/fgraph.h"
+#include "output/html.h"
 
 #define WIDTH 1200.0
 #define ROW 17
@@ -114,19 +115,6 @@ int st_dtree_add_run(st_dtree_t *t, int side, const st_model_t *m)
     return rc;
 }
 
-static void put_escaped(st_strbuf_t *out, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': st_strbuf_puts(out, "&lt;"); break;
-        case '>': st_strbuf_puts(out, "&gt;"); break;
-        case '&': st_strbuf_puts(out, "&amp;"); break;
-        case '"': st_strbuf_puts(out, "&quot;"); break;
-        default: st_strbuf_putc(out, *s);
-        }
-    }
-}
-
 static double mean(const st_dtree_t *t, const double *v, int side)
 {
     return t->runs[side] ? v[side] / t->runs[side] : 0;
@@ -153,7 +141,7 @@ static void frame(st_strbuf_t *out, const st_dtree_t *t, const st_dnode_t *n, do
         bl = c <= 0 ? 255 : shade;
     }
     st_strbuf_puts(out, "<g><title>");
-    put_escaped(out, n->name);
+    st_html_text(out, n->name);
     st_strbuf_printf(out, "\nself: %.6f s in A, %.6f s in B (%+.6f s)\ntotal: %.6f s in A, %.6f s in B",
                      a * 1e-9, b * 1e-9, (b - a) * 1e-9, mean(t, n->incl, 0) * 1e-9,
                      mean(t, n->incl, 1) * 1e-9);
@@ -166,11 +154,11 @@ static void frame(st_strbuf_t *out, const st_dtree_t *t, const st_dnode_t *n, do
         st_strbuf_printf(out, "<text x=\"%.2f\" y=\"%u\">", x + 3, row * ROW + 12);
         size_t len = strlen(n->name);
         if (len <= fit) {
-            put_escaped(out, n->name);
+            st_html_text(out, n->name);
         } else if (fit > 2) {
             char *cut = strndup(n->name, fit - 2);
             if (cut)
-                put_escaped(out, cut);
+                st_html_text(out, cut);
             free(cut);
             st_strbuf_puts(out, "..");
         }
@@ -222,11 +210,11 @@ void st_dtree_html_write(st_strbuf_t *out, const st_dtree_t *t, const char *titl
     free(x);
     free(row);
     st_strbuf_puts(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
-    put_escaped(out, title);
+    st_html_text(out, title);
     st_strbuf_puts(out, "</title>\n<style>body{font-family:sans-serif;margin:1em}"
                         "svg text{font:11px monospace;pointer-events:none}"
                         "pre{font-size:12px}</style></head><body>\n<h1>");
-    put_escaped(out, title);
+    st_html_text(out, title);
     st_strbuf_printf(out,
                      "</h1>\n<p>B's call paths (%u run%s), a frame's width its time in B; "
                      "its colour the change of its own time from A (%u run%s): "
@@ -240,7 +228,7 @@ void st_dtree_html_write(st_strbuf_t *out, const st_dtree_t *t, const char *titl
                           "height=\"%u\">\n", WIDTH, rows * ROW + 1);
     st_strbuf_add(out, svg.data ? svg.data : "", svg.len);
     st_strbuf_puts(out, "</svg>\n<pre>");
-    put_escaped(out, table ? table : "");
+    st_html_text(out, table ? table : "");
     st_strbuf_puts(out, "</pre>\n</body></html>\n");
     if (svg.failed)
         out->failed = 1;

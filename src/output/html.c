@@ -39,8 +39,7 @@ void st_html_json_string(st_strbuf_t *out, const char *s)
     st_strbuf_free(&tmp);
 }
 
-/* Text for an HTML element's content (the title). */
-static void put_text(st_strbuf_t *out, const char *s)
+void st_html_text(st_strbuf_t *out, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -135,15 +134,15 @@ int st_html_write(st_strbuf_t *out, const st_model_t *m, const char *title)
                         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                         "script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n<title>");
-    put_text(out, title);
+    st_html_text(out, title);
     st_strbuf_puts(out, " - strata</title>\n<style>\n");
     st_strbuf_puts(out, st_html_report_css);
     st_strbuf_puts(out, "</style>\n</head>\n<body>\n<header><h1>");
-    put_text(out, title);
+    st_html_text(out, title);
     st_strbuf_puts(out, "</h1>");
     st_strbuf_puts(out, "<span class=\"meta\">");
     if (m->host && *m->host) {
-        put_text(out, m->host);
+        st_html_text(out, m->host);
         st_strbuf_puts(out, " &middot; ");
     }
     if (m->nranks)

@@ -21,4 +21,7 @@ int st_html_write(st_strbuf_t *out, const st_model_t *m, const char *title);
 /* Appends s as a JSON string that is also safe inside an HTML <script> element. */
 void st_html_json_string(st_strbuf_t *out, const char *s);
 
+/* Appends s escaped as the text of an HTML element or attribute value (< > & " '). */
+void st_html_text(st_strbuf_t *out, const char *s);
+
 #endif
