@@ -98,9 +98,8 @@ static int add_graph(st_diff_t *d, int side, const st_model_t *m, long rank, con
             break;
         }
         const st_fnode_t *n = &g.fns[f];
-        double v[3] = {n->tt, n->ct, (double)n->nc};
-        for (int k = 0; k < 3; k++)
-            d->fns[i].sum[side][k] += v[k];
+        d->fns[i].sum[side][0] += n->ct;
+        d->fns[i].sum[side][1] += (double)n->nc;
         (*mine)[i] += n->tt;
         d->self_all[side] += n->tt;
     }
@@ -212,8 +211,8 @@ long st_diff_rows(const st_diff_t *d, st_diff_row_t **rows)
         for (int s = 0; s < 2; s++) {
             double n = d->runs[s] ? (double)d->runs[s] : 1.0;
             self_stats(d, i, s, v, &row->self[s], &var[s]);
-            row->total[s] = f->sum[s][1] / n;
-            row->calls[s] = f->sum[s][2] / n;
+            row->total[s] = f->sum[s][0] / n;
+            row->calls[s] = f->sum[s][1] / n;
         }
         row->noise = 2.0 * sqrt(var[0] + var[1]);
         double grew = row->self[1] - row->self[0];

@@ -29,7 +29,7 @@
 
 typedef struct {
     char *name;
-    double sum[2][3]; /* per side: self ns, inclusive ns, calls */
+    double sum[2][2]; /* per side: inclusive ns, calls (self: the runs', below) */
 } st_diff_fn_t;
 
 typedef struct {

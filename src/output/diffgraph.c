@@ -14,6 +14,7 @@
 #define WIDTH 1200.0
 #define ROW 17
 #define MAX_ROWS 256
+#define HIDDEN UINT32_MAX
 
 int st_dtree_init(st_dtree_t *t)
 {
@@ -173,34 +174,24 @@ void st_dtree_html_write(st_strbuf_t *out, const st_dtree_t *t, const char *titl
     const st_dnode_t *root = &t->nodes[0];
     double total = mean(t, root->incl, 1);
     uint32_t rows = 0;
-    /* first pass: the rows drawn; second: the frames. x of each node's next child */
+    /* per node: where its next child goes, and its row (the root's 0, above the
+     * first; HIDDEN: not drawn, nor anything under it). Parents come before their
+     * children. */
     double *x = calloc(t->nnodes, sizeof *x);
     uint32_t *row = calloc(t->nnodes, sizeof *row);
     st_strbuf_t svg;
     st_strbuf_init(&svg);
     for (uint32_t i = 1; x && row && total > 0 && i < t->nnodes; i++) {
-        /* parents come before their children: their x is set */
         const st_dnode_t *n = &t->nodes[i];
-        double w = mean(t, n->incl, 1) / total * WIDTH;
         uint32_t p = n->parent;
-        double at = p == 0 ? x[0] : x[p];
-        if (p != 0 && row[p] == 0) {
-            row[i] = 0; /* under a frame not drawn */
+        row[i] = HIDDEN;
+        if (row[p] == HIDDEN)
             continue;
-        }
-        row[i] = (p == 0 ? 0 : row[p]) + 1;
-        if (w < 0.1 || row[i] > MAX_ROWS) {
-            row[i] = 0;
-            if (p == 0)
-                x[0] += w;
-            else
-                x[p] += w;
+        double w = mean(t, n->incl, 1) / total * WIDTH, at = x[p];
+        x[p] += w;
+        if (w < 0.1 || row[p] + 1 > MAX_ROWS)
             continue;
-        }
-        if (p == 0)
-            x[0] += w;
-        else
-            x[p] += w;
+        row[i] = row[p] + 1;
         x[i] = at;
         rows = row[i] > rows ? row[i] : rows;
         frame(&svg, t, n, at, w, row[i] - 1, total);

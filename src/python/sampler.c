@@ -459,22 +459,24 @@ static uint32_t *code_labels(void)
 
 /* The lines sampled (GIL held, codes held, before clear_codes): each entry's code
  * named as the profile names it (frames the filters leave out have no line), its
- * instruction turned into a line; entries of one line summed, most periods first.
- * The table goes to the session (texts interned in its labels); the line table is
- * emptied. */
-static void resolve_lines(st_session_t *s, const uint32_t *map)
+ * instruction turned into a line; entries of one line summed, most periods first,
+ * into *rows (texts interned in the session's labels; NULL when none). The line
+ * table is emptied for the next start. Returns the number of rows. */
+static size_t resolve_lines(st_session_t *s, const uint32_t *map, st_model_line_t **rows_out)
 {
-    uint32_t n = st_addrtab_count(&sp.lines), k, out = 0;
-    st_model_line_t *rows = n ? calloc(n, sizeof *rows) : NULL;
-    for (k = 0; rows && k < n; k++) {
+    uint32_t n = st_addrtab_count(&sp.lines), out = 0;
+    st_model_line_t *rows = n && map ? calloc(n, sizeof *rows) : NULL;
+    for (uint32_t k = 0; k < n; k++) {
         uint32_t i = st_addrtab_claimed(&sp.lines, k);
         if (i == ST_ADDRTAB_NONE)
             continue;
         uint64_t periods = atomic_exchange(&sp.line_periods[i], 0);
+        if (!rows || !periods)
+            continue;
         uintptr_t key = st_addrtab_key(&sp.lines, i);
         uintptr_t code = key & (((uintptr_t)1 << LINE_SHIFT) - 1);
         uint32_t c = st_addrtab_find(&sp.codes, code);
-        if (!periods || c == ST_ADDRTAB_NONE || !sp.held[c] || map[c] == ST_PATH_NONE)
+        if (c == ST_ADDRTAB_NONE || !sp.held[c] || map[c] == ST_PATH_NONE)
             continue;
         PyCodeObject *co = (PyCodeObject *)sp.held[c];
         const char *file = PyUnicode_Check(co->co_filename) ? PyUnicode_AsUTF8(co->co_filename)
@@ -489,19 +491,13 @@ static void resolve_lines(st_session_t *s, const uint32_t *map)
                                         st_intern_str(&s->labels, fid),
                                         line > 0 ? (uint32_t)line : 0, periods};
     }
-    for (k = 0; k < n; k++) { /* what the loop above did not reach */
-        uint32_t i = st_addrtab_claimed(&sp.lines, k);
-        if (i != ST_ADDRTAB_NONE)
-            atomic_store(&sp.line_periods[i], 0);
-    }
     st_addrtab_free(&sp.lines);
     if (!out) {
         free(rows);
-        return;
+        rows = NULL;
     }
-    uint32_t m = (uint32_t)st_model_lines_coalesce(rows, out, NULL);
-    s->stacks.lines = rows;
-    s->stacks.nlines = m;
+    *rows_out = rows;
+    return st_model_lines_coalesce(rows, out, NULL);
 }
 
 /* Empties the code table: only the claimed entries were written. */
@@ -579,11 +575,8 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     uint32_t *map = code_labels();
     if (!map || fold(s, map) < 0)
         s->stack_failed = 1;
-    st_stacks_summarise(&stacks, &s->stacks, 0);
-    if (map)
-        resolve_lines(s, map);
-    else
-        st_addrtab_free(&sp.lines);
+    st_model_line_t *lines;
+    size_t nlines = resolve_lines(s, map, &lines);
     free(map);
     uint64_t unnamed = atomic_load(&sp.codes.full);
     clear_codes();
@@ -591,7 +584,9 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
         unnamed += st_nstack_unnamed(&nstack);
         st_nstack_end(&nstack);
     }
-    s->stacks.unnamed += unnamed;
+    st_stacks_summarise(&stacks, &s->stacks, unnamed);
+    s->stacks.lines = lines;
+    s->stacks.nlines = nlines;
     free_threads();
 }
 
