@@ -49,24 +49,28 @@ TEXT_FILES = [
     "callgrind.out-3",
     "callgraph-3.dot",
     "trace-3.json",
+    "line_profile-3.txt",
     "merged/wall_clock.txt",
     "merged/cpu_clock.txt",
     "merged/trip_count.txt",
     "merged/load_balance.txt",
     "merged/profile.json",
+    "merged/line_profile.txt",
 ]
 DECODED = {  # file -> its golden, a text form of it
     "profile-3.prof": "profile-3.prof.txt",
     "report-3.html": "report-3.html",
     "trace-3.pftrace": "trace-3.pftrace.txt",
+    "profile-3.lprof": "profile-3.lprof.txt",
+    "merged/profile.lprof": "merged/profile.lprof.txt",
 }
 # What `strata report` renders from profile-3.json (the timeline and the sampling
 # table are written only at the end of a run).
-REPORT_FORMATS = "text,json,pstats,dot,folded,speedscope,callgrind,html"
+REPORT_FORMATS = "text,json,pstats,dot,folded,speedscope,callgrind,html,lines,lprof"
 REPORT_FILES = [
     "wall_clock-3.txt", "cpu_clock-3.txt", "trip_count-3.txt", "profile-3.json",
     "profile-3.prof", "callgraph-3.dot", "profile-3.folded", "profile-3.speedscope.json",
-    "callgrind.out-3", "report-3.html",
+    "callgrind.out-3", "report-3.html", "line_profile-3.txt", "profile-3.lprof",
 ]
 
 
@@ -151,7 +155,18 @@ def html_text(path: Path) -> str:
     return text
 
 
+def lprof_text(path: Path) -> str:
+    """The pickle's opcodes (pickletools), which need no line_profiler to read."""
+    import io
+    import pickletools
+    out = io.StringIO()
+    pickletools.dis(path.read_bytes(), out)
+    return out.getvalue()
+
+
 def as_text(path: Path, name: str) -> str:
+    if name.endswith(".lprof"):
+        return lprof_text(path)
     if name.endswith(".prof"):
         return pstats_text(path)
     if name.endswith(".pftrace"):
@@ -233,6 +248,33 @@ def test_merged_report_round_trip(written, strata_bin, tmp_path):
                    written / "merged" / "profile.json"], tmp_path, clean_env(tmp_path))
     assert res.returncode == 0, res.describe()
     names = sorted(p.name for p in out.iterdir())
-    assert names == sorted(Path(n).name for n in TEXT_FILES if n.startswith("merged/")), names
+    assert names == sorted(Path(n).name for n in TEXT_FILES + list(DECODED)
+                           if n.startswith("merged/")), names
     for n in names:
         assert (out / n).read_bytes() == (written / "merged" / n).read_bytes(), n
+
+
+def test_lines_text_is_line_profilers(written, monkeypatch):
+    """line_profile-3.txt is line_profiler's show_text of profile-3.lprof, byte for byte,
+    with the fixture's edge cases: hits and times too wide for their columns (%g, %5.3g),
+    a function whose file was gone ("Could not find file"), and the fixture's source
+    blocks given to line_profiler in place of files this machine does not have."""
+    try:
+        import line_profiler.line_profiler as lp
+    except ImportError:
+        pytest.skip("line_profiler is not installed in the test venv (pip install line_profiler)")
+    import io
+    import pickle
+    profile = json.loads((written / "profile-3.json").read_text())
+    blocks = {f["file"]: [line + "\n" for line in f["source"]]
+              for f in profile["line_timings"] if f["source"] is not None}
+    real_exists = os.path.exists
+    monkeypatch.setattr(lp.os.path, "exists", lambda p: p in blocks or real_exists(p))
+    monkeypatch.setattr(lp, "get_code_block", lambda f, lineno: blocks[f])
+    monkeypatch.setattr(lp.linecache, "clearcache", lambda: None)
+    for name in ("line_profile-3.txt", "merged/line_profile.txt"):
+        lprof = written / name.replace("line_profile", "profile").replace(".txt", ".lprof")
+        stats = pickle.loads(lprof.read_bytes())
+        out = io.StringIO()
+        lp.show_text(stats.timings, stats.unit, output_unit=1e-6, stream=out, config=False)
+        assert (written / name).read_text() == out.getvalue(), name

@@ -150,7 +150,7 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                              "text,json", "output",
                              "Formats written into the results folder when the program ends "
                              "(strata report renders any of them later from profile.json)",
-                             "text,json,pstats,dot,png,svg,folded,speedscope,callgrind,html",
+                             "text,json,pstats,dot,png,svg,folded,speedscope,callgrind,html,lines,lprof",
                              NOFLAG, NO_RANGE},
     [ST_S_USE_SAMPLING] = {"use_sampling", "STRATA_USE_SAMPLING", ST_TYPE_BOOL, "OFF", "sampling",
                            "Sample every thread's call stack (Python frames) periodically; "
@@ -192,6 +192,12 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                          "MPI programs: at MPI_Finalize every rank writes its results and "
                          "rank 0 gathers them into its folder and merges them (merged/)",
                          NULL, NOFLAG, INT_RANGE(0, 1)},
+    [ST_S_LINES] = {"lines", "STRATA_LINES", ST_TYPE_BOOL, "OFF", "python",
+                    "Time every line of the functions marked @profile, and of those the "
+                    "-R/-MR filters select when given (line_profiler's kernprof -l)",
+                    NULL, FLAG("-l", "--lines", ST_ARG_OPT_BOOL, "BOOL", 22,
+                               "Time the lines of @profile functions (and of -R/-MR ones)"),
+                    INT_RANGE(0, 1)},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

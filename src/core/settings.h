@@ -57,6 +57,7 @@ typedef enum {
     ST_S_SAMPLING_NATIVE,
     ST_S_PRINT_SUMMARY,
     ST_S_MPI_GATHER,
+    ST_S_LINES,
     ST_NSETTINGS
 } st_setting_id_t;
 

@@ -317,6 +317,113 @@ static int read_lines(reader_t *r)
     return more < 0 ? -1 : 0;
 }
 
+/* One function's "lines": [[line, hits, ns], ...] into f's rows (ascending). */
+static int read_lrows(reader_t *r, st_model_lfunc_t *f, size_t *cap)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_arr_next(&r->jp)) > 0) {
+        uint64_t v[3] = {0, 0, 0};
+        if (st_jp_arr_begin(&r->jp) < 0)
+            return -1;
+        int i = 0, in;
+        while ((in = st_jp_arr_next(&r->jp)) > 0) {
+            if (i == 3)
+                return FAIL(r, "a timed line with more than [line, hits, ns]");
+            if (st_jp_uint(&r->jp, i == 0 ? UINT32_MAX : UINT64_MAX, &v[i]) < 0)
+                return -1;
+            i++;
+        }
+        if (in < 0)
+            return -1;
+        if (i != 3)
+            return FAIL(r, "a timed line without [line, hits, ns]");
+        if (f->nrows && v[0] <= f->rows[f->nrows - 1].line)
+            return FAIL(r, "timed lines out of order");
+        if (f->nrows == *cap) {
+            size_t c = *cap ? 2 * *cap : 16;
+            st_model_lrow_t *rows = realloc((void *)f->rows, c * sizeof *rows);
+            if (!rows)
+                return FAIL(r, "out of memory");
+            f->rows = rows;
+            *cap = c;
+        }
+        ((st_model_lrow_t *)f->rows)[f->nrows++] = (st_model_lrow_t){(uint32_t)v[0], v[1], v[2]};
+    }
+    return more;
+}
+
+/* One function's "source": null, or its block's lines. */
+static int read_lsource(reader_t *r, st_model_lfunc_t *f)
+{
+    if (st_jp_peek(&r->jp) == ST_JV_NULL)
+        return st_jp_skip(&r->jp);
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    size_t cap = 0;
+    char **src = NULL;
+    int more;
+    f->source = (const char *const *)calloc(1, sizeof(char *)); /* not NULL: found */
+    if (!f->source)
+        return FAIL(r, "out of memory");
+    while ((more = st_jp_arr_next(&r->jp)) > 0) {
+        if (f->nsource == cap) {
+            cap = cap ? 2 * cap : 32;
+            src = realloc((void *)f->source, cap * sizeof *src);
+            if (!src)
+                return FAIL(r, "out of memory");
+            f->source = (const char *const *)src;
+        }
+        src = (char **)f->source;
+        src[f->nsource] = NULL;
+        if (read_string_dup(r, &src[f->nsource]) < 0)
+            return -1;
+        f->nsource++;
+    }
+    return more;
+}
+
+/* "line_timings": [{"function", "file", "first_line", "lines", "source"}...]. */
+static int read_line_timings(reader_t *r)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_arr_next(&r->jp)) > 0) {
+        st_model_lfunc_t f = {0};
+        size_t cap = 0;
+        uint64_t first = 0;
+        int in, rc = st_jp_obj_begin(&r->jp);
+        while (rc == 0 && (in = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+            const char *k = st_strbuf_cstr(&r->key);
+            if (strcmp(k, "function") == 0 && !f.function)
+                rc = read_string_dup(r, (char **)&f.function);
+            else if (strcmp(k, "file") == 0 && !f.file)
+                rc = read_string_dup(r, (char **)&f.file);
+            else if (strcmp(k, "first_line") == 0)
+                rc = st_jp_uint(&r->jp, UINT32_MAX, &first);
+            else if (strcmp(k, "lines") == 0 && !f.nrows)
+                rc = read_lrows(r, &f, &cap);
+            else if (strcmp(k, "source") == 0 && !f.source)
+                rc = read_lsource(r, &f);
+            else
+                rc = st_jp_skip(&r->jp);
+        }
+        if (rc == 0 && in < 0)
+            rc = -1;
+        if (rc == 0 && (!f.function || !f.file))
+            rc = FAIL(r, "a function's line timings without its function or file");
+        f.first_line = (uint32_t)first;
+        if (rc == 0 && st_profile_add_lfunc(r->p, &f) < 0)
+            rc = FAIL(r, "out of memory");
+        st_profile_lfunc_free(&f);
+        if (rc < 0)
+            return -1;
+    }
+    return more < 0 ? -1 : 0;
+}
+
 /* "stack_sampling": what the stack sampler did. */
 static int read_stacks(reader_t *r)
 {
@@ -903,6 +1010,8 @@ static int read_document(reader_t *r)
             rc = read_sampling(r);
         } else if (strcmp(k, "stack_sampling") == 0) {
             rc = read_stacks(r);
+        } else if (strcmp(k, "line_timings") == 0) {
+            rc = read_line_timings(r);
         } else if (strcmp(k, "functions") == 0) {
             rc = read_functions(r);
         } else if (strcmp(k, "threads") == 0) {

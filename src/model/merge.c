@@ -225,6 +225,11 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
         om->trace_too_deep = sat_add(om->trace_too_deep, m->trace_too_deep, sat);
         om->trace_write_s += m->trace_write_s;
     }
+    /* line timings: the same function's lines summed over the runs and ranks, as
+     * line_profiler sums .lprof files */
+    for (size_t i = 0; i < m->nlfuncs; i++)
+        if (st_profile_add_lfunc(out, &m->lfuncs[i]) < 0)
+            return ST_ENOMEM;
     if (m->stacks) {
         st_model_stacks_t *o = &out->stacks;
         const st_model_stacks_t *x = m->stacks;

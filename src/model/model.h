@@ -71,6 +71,27 @@ typedef struct st_model_line {
 size_t st_model_lines_coalesce(st_model_line_t *rows, size_t n,
                                void (*drop)(st_model_line_t *row));
 
+/* Line timings (--lines): line_profiler's numbers for one line of a chosen function,
+ * the time from each of its starts to the next line event of its frame (callees'
+ * time included, as line_profiler counts it). */
+typedef struct st_model_lrow {
+    uint32_t line;
+    uint64_t hits;
+    uint64_t ns;
+} st_model_lrow_t;
+
+/* A function whose lines were timed: line_profiler's key (file, first line,
+ * qualified name), its lines run in line order, and the source of its block from
+ * first_line on (line_profiler's "Line Contents"; NULL when the file was not found). */
+typedef struct st_model_lfunc {
+    const char *function, *file;
+    uint32_t first_line;
+    const st_model_lrow_t *rows;
+    size_t nrows;
+    const char *const *source;
+    size_t nsource;
+} st_model_lfunc_t;
+
 typedef struct {
     const st_intern_t *labels;
     const st_model_thread_t *threads;
@@ -103,6 +124,9 @@ typedef struct {
     const char *gpu_note;       /* why there are no GPU metrics, or NULL */
     /* stack sampling (NULL: none) */
     const st_model_stacks_t *stacks;
+    /* line timings (--lines), in the order the functions were chosen */
+    const st_model_lfunc_t *lfuncs;
+    size_t nlfuncs;
     /* the timeline (has_trace 0: none) */
     int has_trace;
     uint64_t trace_events, trace_dropped, trace_too_deep, trace_bytes;

@@ -31,6 +31,16 @@ static void free_line(st_model_line_t *row)
     free((char *)row->file);
 }
 
+void st_profile_lfunc_free(st_model_lfunc_t *f)
+{
+    free((char *)f->function);
+    free((char *)f->file);
+    free((void *)f->rows);
+    for (size_t i = 0; i < f->nsource; i++)
+        free((char *)f->source[i]);
+    free((void *)f->source);
+}
+
 void st_profile_free(st_profile_t *p)
 {
     for (size_t i = 0; i < p->nthreads; i++) {
@@ -52,6 +62,9 @@ void st_profile_free(st_profile_t *p)
     for (size_t i = 0; i < p->nlines; i++)
         free_line(&p->lines[i]);
     free(p->lines);
+    for (size_t i = 0; i < p->nlfuncs; i++)
+        st_profile_lfunc_free(&p->lfuncs[i]);
+    free(p->lfuncs);
     free(p->gpu_note);
     free(p->python_version);
     free(p->clock_name);
@@ -106,6 +119,8 @@ void st_profile_sync(st_profile_t *p)
     p->stacks.lines = p->lines;
     p->stacks.nlines = p->nlines;
     m->stacks = p->has_stacks ? &p->stacks : NULL;
+    m->lfuncs = p->lfuncs;
+    m->nlfuncs = p->nlfuncs;
 }
 
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
@@ -171,4 +186,83 @@ void st_profile_lines_done(st_profile_t *p)
 {
     p->nlines = st_model_lines_coalesce(p->lines, p->nlines, free_line);
     st_profile_sync(p);
+}
+
+/* Copies f's source lines into dst (dst->source NULL on entry). */
+static int copy_source(st_model_lfunc_t *dst, const st_model_lfunc_t *f)
+{
+    if (!f->source)
+        return 0;
+    char **src = calloc(f->nsource ? f->nsource : 1, sizeof *src);
+    if (!src)
+        return ST_ENOMEM;
+    dst->source = (const char *const *)src;
+    for (size_t i = 0; i < f->nsource; i++) {
+        if (!(src[i] = strdup(f->source[i])))
+            return ST_ENOMEM; /* the caller frees what was copied */
+        dst->nsource = i + 1;
+    }
+    dst->nsource = f->nsource;
+    return 0;
+}
+
+/* Sums rows b (ascending lines) into a's, which stay ascending. */
+static int sum_rows(st_model_lfunc_t *a, const st_model_lrow_t *b, size_t nb)
+{
+    st_model_lrow_t *out = malloc((a->nrows + nb ? a->nrows + nb : 1) * sizeof *out);
+    if (!out)
+        return ST_ENOMEM;
+    size_t i = 0, j = 0, n = 0;
+    while (i < a->nrows || j < nb) {
+        if (j == nb || (i < a->nrows && a->rows[i].line < b[j].line)) {
+            out[n++] = a->rows[i++];
+        } else if (i == a->nrows || b[j].line < a->rows[i].line) {
+            out[n++] = b[j++];
+        } else {
+            out[n] = a->rows[i++];
+            out[n].hits += b[j].hits;
+            out[n++].ns += b[j++].ns;
+        }
+    }
+    free((void *)a->rows);
+    a->rows = out;
+    a->nrows = n;
+    return 0;
+}
+
+int st_profile_add_lfunc(st_profile_t *p, const st_model_lfunc_t *f)
+{
+    for (size_t i = 0; i < p->nlfuncs; i++) {
+        st_model_lfunc_t *a = &p->lfuncs[i];
+        if (a->first_line != f->first_line || strcmp(a->file, f->file) != 0 ||
+            strcmp(a->function, f->function) != 0)
+            continue;
+        if (sum_rows(a, f->rows, f->nrows) < 0)
+            return ST_ENOMEM;
+        if (!a->source && copy_source(a, f) < 0)
+            return ST_ENOMEM;
+        return 0;
+    }
+    if (p->nlfuncs == p->caplfuncs) {
+        size_t cap = p->caplfuncs ? 2 * p->caplfuncs : 8;
+        st_model_lfunc_t *v = realloc(p->lfuncs, cap * sizeof *v);
+        if (!v)
+            return ST_ENOMEM;
+        p->lfuncs = v;
+        p->caplfuncs = cap;
+    }
+    st_model_lfunc_t *a = &p->lfuncs[p->nlfuncs];
+    *a = (st_model_lfunc_t){.first_line = f->first_line};
+    a->function = strdup(f->function);
+    a->file = strdup(f->file);
+    int rc = a->function && a->file ? sum_rows(a, f->rows, f->nrows) : ST_ENOMEM;
+    if (rc == 0)
+        rc = copy_source(a, f);
+    if (rc < 0) {
+        st_profile_lfunc_free(a);
+        return rc;
+    }
+    p->nlfuncs++;
+    st_profile_sync(p);
+    return 0;
 }

@@ -36,6 +36,8 @@ typedef struct {
     size_t nlines, caplines;
     int has_stacks;
     char stacks_clock[8];
+    st_model_lfunc_t *lfuncs;     /* line timings (rows, texts and source owned) */
+    size_t nlfuncs, caplfuncs;
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;
@@ -62,6 +64,14 @@ int st_profile_add_metric(st_profile_t *p, const char *name, const char *unit, c
 int st_profile_add_line(st_profile_t *p, const char *function, const char *file, uint32_t line,
                         uint64_t periods);
 void st_profile_lines_done(st_profile_t *p);
+
+/* Adds a function's line timings (everything copied), or sums them into the
+ * function of the same file, first line and name: hits and times line by line,
+ * the source kept from the first that has one. 0 or ST_ENOMEM. */
+int st_profile_add_lfunc(st_profile_t *p, const st_model_lfunc_t *f);
+/* Frees what a function's line timings own (names, rows, source), as the profile
+ * does; for a reader's copy before it is added. */
+void st_profile_lfunc_free(st_model_lfunc_t *f);
 
 /* Points p->model at the profile's current contents (after adding threads). */
 void st_profile_sync(st_profile_t *p);

@@ -315,6 +315,40 @@ static void write_stacks(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_puts(out, "},\n");
 }
 
+/* The line timings (--lines): per function, its lines [line, hits, ns] and the
+ * source of its block (null when its file was not found). */
+static void write_line_timings(st_strbuf_t *out, const st_model_t *m)
+{
+    if (!m->nlfuncs)
+        return;
+    st_strbuf_puts(out, "  \"line_timings\": [");
+    for (size_t i = 0; i < m->nlfuncs; i++) {
+        const st_model_lfunc_t *f = &m->lfuncs[i];
+        st_strbuf_puts(out, i ? ",\n    {\"function\": " : "\n    {\"function\": ");
+        st_strbuf_json_string(out, f->function);
+        st_strbuf_puts(out, ", \"file\": ");
+        st_strbuf_json_string(out, f->file);
+        st_strbuf_printf(out, ", \"first_line\": %u, \"lines\": [", f->first_line);
+        for (size_t j = 0; j < f->nrows; j++)
+            st_strbuf_printf(out, "%s[%u, %llu, %llu]", j ? ", " : "", f->rows[j].line,
+                             (unsigned long long)f->rows[j].hits,
+                             (unsigned long long)f->rows[j].ns);
+        st_strbuf_puts(out, "], \"source\": ");
+        if (!f->source) {
+            st_strbuf_puts(out, "null}");
+            continue;
+        }
+        st_strbuf_putc(out, '[');
+        for (size_t j = 0; j < f->nsource; j++) {
+            if (j)
+                st_strbuf_puts(out, ", ");
+            st_strbuf_json_string(out, f->source[j]);
+        }
+        st_strbuf_puts(out, "]}");
+    }
+    st_strbuf_puts(out, "\n  ],\n");
+}
+
 void st_json_write(st_strbuf_t *out, const st_model_t *m)
 {
     st_strbuf_printf(out, "{\n  \"format_version\": %d,\n", ST_PROFILE_FORMAT_VERSION);
@@ -326,6 +360,7 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
     write_trace(out, m);
     write_sampling(out, m);
     write_stacks(out, m);
+    write_line_timings(out, m);
     write_functions(out, m);
     st_strbuf_puts(out, "  \"threads\": [");
     for (size_t i = 0; i < m->nthreads; i++) {

@@ -20,6 +20,7 @@
 #include "output/folded.h"
 #include "output/html.h"
 #include "output/json.h"
+#include "output/lineprof.h"
 #include "output/loadbal.h"
 #include "output/mpisum.h"
 #include "output/pstats.h"
@@ -380,6 +381,22 @@ static int render_callgrind(st_strbuf_t *out, const st_model_t *m, const st_outp
     return st_callgrind_write(out, m);
 }
 
+static int render_lines(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                        st_msg_t *msg)
+{
+    (void)o, (void)msg;
+    st_lineprof_text_write(out, m, 0);
+    return 0;
+}
+
+static int render_lprof(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                        st_msg_t *msg)
+{
+    (void)o, (void)msg;
+    st_lineprof_pickle_write(out, m);
+    return 0;
+}
+
 static int render_html(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
                        st_msg_t *msg)
 {
@@ -400,6 +417,8 @@ static const st_output_format_t formats[ST_NFORMATS] = {
     [ST_FMT_SPEEDSCOPE] = {"speedscope", "profile", ".speedscope.json", render_speedscope, NULL},
     [ST_FMT_CALLGRIND] = {"callgrind", "callgrind.out", "", render_callgrind, NULL},
     [ST_FMT_HTML] = {"html", "report", ".html", render_html, NULL},
+    [ST_FMT_LINES] = {"lines", "line_profile", ".txt", render_lines, NULL},
+    [ST_FMT_LPROF] = {"lprof", "profile", ".lprof", render_lprof, NULL},
 };
 
 const st_output_format_t *st_output_format(st_format_t f) { return &formats[f]; }
@@ -462,6 +481,13 @@ void st_metric_file_base(const char *name, char *out, size_t size)
 static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
 {
     size_t n = 0;
+    /* Line timings go with the text tables, in both of line_profiler's forms; a
+     * profile without them has neither. */
+    const unsigned line_formats = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF;
+    if (m->nlfuncs && (mask & (1u << ST_FMT_TEXT)))
+        mask |= line_formats;
+    if (!m->nlfuncs)
+        mask &= ~line_formats;
     for (int f = 0; f < ST_NFORMATS; f++) {
         if (!(mask & (1u << f)))
             continue;

@@ -42,6 +42,8 @@ typedef enum {
     ST_FMT_SPEEDSCOPE,
     ST_FMT_CALLGRIND,
     ST_FMT_HTML,
+    ST_FMT_LINES,   /* line timings (--lines): line_profiler's text */
+    ST_FMT_LPROF,   /* line timings: line_profiler's .lprof */
     ST_NFORMATS
 } st_format_t;
 

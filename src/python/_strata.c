@@ -45,6 +45,8 @@ static int apply_settings(st_msg_t *msg)
     st_py.full_filepath = st_settings_bool(s, ST_S_FULL_FILEPATH);
     st_py.include_internal = st_settings_bool(s, ST_S_INCLUDE_INTERNAL);
     st_py.verbose = (int)st_settings_int(s, ST_S_VERBOSE);
+    st_py.lines = st_settings_bool(s, ST_S_LINES);
+    st_py.lines_restrict = st_py.lines && (st_py.filter.func_restrict.n || st_py.filter.mod_restrict.n);
     st_py.gen++;
     return 0;
 }
@@ -153,7 +155,7 @@ static char python_version[64];
 static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
 {
     (void)c;
-    if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing)
+    if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing && !st_py.lines)
         return 0; /* nothing to record: the hook stays off */
     if (st_pybackend_start() < 0) /* the Python exception says why */
         return st_msg_set(msg, ST_EINVAL, "the profile hook could not be installed");
@@ -171,8 +173,8 @@ static void python_stop(st_collector_t *c, st_session_t *s)
 static void python_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
 {
     (void)c;
-    (void)s;
     m->python_version = python_version;
+    st_pylines_contribute(m, s->ns_per_tick[ST_TIMER_WALL]);
 }
 
 static const st_collector_t python_collector = {
@@ -303,6 +305,7 @@ void st_py_finalize(int flush_streams)
     st_session_finish(&st_py.session, &st_py.settings, tables, notes, &msg);
     if (notes) {
         st_pybackend_report(notes);
+        st_pylines_report(notes);
         fflush(notes);
     }
     st_pyexit_finished();
@@ -410,6 +413,8 @@ static PyObject *mark(PyObject *fn, uint8_t bit)
         return NULL;
     }
     codeinfo_t *ci = code_info((PyCodeObject *)code);
+    if (ci && bit == MARK_PROFILE && st_py.lines)
+        ci->lines = st_pylines_choose(ci, (PyCodeObject *)code) == 0;
     Py_DECREF(code);
     if (!ci)
         return PyErr_NoMemory();

@@ -79,6 +79,8 @@ static struct {
     int lost_tool;                 /* the id the program freed under strata, or -1 */
     unsigned long *before;         /* idents of the threads that existed at start */
     size_t nbefore;
+    long line_bit;                 /* sys.monitoring.events.LINE (--lines) */
+    PyObject *line_callback;
 } mon = {.tool = -1, .lost_tool = -1};
 
 /* ------------------------------------------------------------------------- */
@@ -242,7 +244,23 @@ static PyObject *cb_c_exit(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+/* LINE (--lines), switched on for the chosen code objects only: (code, line). */
+static PyObject *cb_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    st_pythread_t *ts = tl_ts;
+    if (ts && nargs >= 2 && ts->ldepth) {
+        long line = PyLong_AsLong(args[1]);
+        if (line < 0 || line > INT_MAX)
+            PyErr_Clear();
+        else
+            lines_line(ts, args[0], (int)line);
+    }
+    Py_RETURN_NONE;
+}
+
 #define CB(name, fn) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL, NULL}
+static PyMethodDef line_def = CB("strata_line", cb_line);
 static PyMethodDef callback_defs[EV_COUNT] = {
     [EV_START] = CB("strata_py_start", cb_enter),
     [EV_RESUME] = CB("strata_py_resume", cb_enter),
@@ -374,7 +392,14 @@ static int load_monitoring(void)
             return -1;
         }
     }
+    PyObject *line = PyObject_GetAttrString(events, "LINE");
+    mon.line_bit = line ? PyLong_AsLong(line) : -1;
+    Py_XDECREF(line);
     Py_DECREF(events);
+    if (mon.line_bit <= 0)
+        return -1;
+    if (!mon.line_callback && !(mon.line_callback = PyCFunction_New(&line_def, NULL)))
+        return -1;
     mon.disable = PyObject_GetAttrString(m, "DISABLE");
     mon.missing = PyObject_GetAttrString(m, "MISSING");
     if (!mon.disable || !mon.missing)
@@ -408,6 +433,37 @@ static int note_threads(PyThreadState *me)
     return 0;
 }
 
+/* --lines: a chosen code object's first call switches its LINE events on. */
+void st_pylines_arm(st_pythread_t *ts, st_pyltab_t *tab)
+{
+    (void)ts;
+    if (tab->armed || mon.tool < 0 || !mon.line_callback)
+        return;
+    tab->armed = 1;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (mon_call("set_local_events", "(iOl)", mon.tool, tab->code, mon.line_bit) < 0) {
+        PyErr_Clear();
+        st_pylines_lost();
+    }
+    PyErr_Restore(et, ev, tb);
+}
+
+void st_pylines_disarm(st_pythread_t *ts) { (void)ts; }
+
+/* Switches the chosen code objects' LINE events off. */
+static void lines_off(void)
+{
+    size_t n;
+    st_pyltab_t *const *tabs = st_pylines_tables(&n);
+    for (size_t i = 0; i < n; i++)
+        if (tabs[i]->armed) {
+            tabs[i]->armed = 0;
+            if (mon_call("set_local_events", "(iOi)", mon.tool, tabs[i]->code, 0) < 0)
+                PyErr_Clear();
+        }
+}
+
 /* Switches the events off, unregisters the callbacks and gives the tool id back
  * (errors dropped; a pending exception is kept). */
 static void release_tool(void)
@@ -417,6 +473,10 @@ static void release_tool(void)
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     if (mon_call("set_events", "(ii)", mon.tool, 0) < 0)
+        PyErr_Clear();
+    lines_off();
+    if (mon.line_callback &&
+        mon_call("register_callback", "(ilO)", mon.tool, mon.line_bit, Py_None) < 0)
         PyErr_Clear();
     for (int e = 0; e < EV_COUNT; e++)
         if (mon_call("register_callback", "(ilO)", mon.tool, mon.bits[e], Py_None) < 0)
@@ -450,6 +510,9 @@ int st_pybackend_start(void)
         if (mon_call("register_callback", "(ilO)", mon.tool, mon.bits[e], mon.callbacks[e]) < 0)
             goto fail;
     }
+    if (st_py.lines &&
+        mon_call("register_callback", "(ilO)", mon.tool, mon.line_bit, mon.line_callback) < 0)
+        goto fail;
     tl_ts = ts;
     st_py.running = 1;
     if (mon_call("set_events", "(il)", mon.tool, event_set()) < 0) {
@@ -513,6 +576,11 @@ void st_pybackend_stop(void)
         release_tool();
     } else {
         /* The id is the program's now: strata takes back only its own callbacks. */
+        if (ours && st_py.lines) {
+            lines_off();
+            if (mon_call("register_callback", "(ilO)", mon.tool, mon.line_bit, Py_None) < 0)
+                PyErr_Clear();
+        }
         for (int e = 0; ours && e < EV_COUNT; e++)
             if (mon_call("register_callback", "(ilO)", mon.tool, mon.bits[e], Py_None) < 0)
                 PyErr_Clear();

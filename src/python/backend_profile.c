@@ -61,9 +61,24 @@ typedef struct {
     PyObject_HEAD
     PyFrameObject *f_back;
     mirror_interp_frame_t *f_frame;
+    PyObject *f_trace;
+    int f_lineno;
+    char f_trace_lines;
 } mirror_frame_t;
 
 static int frame_layout_ok;
+static int trace_lines_ok; /* f_trace_lines found where the mirror has it */
+
+/* Switches a frame's line events off (the trace function still hears its call and
+ * return). */
+static void no_line_events(PyFrameObject *frame)
+{
+    if (trace_lines_ok) {
+        ((mirror_frame_t *)frame)->f_trace_lines = 0;
+    } else if (PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_False) < 0) {
+        PyErr_Clear();
+    }
+}
 
 static inline PyCodeObject *frame_code(PyFrameObject *frame)
 {
@@ -82,8 +97,25 @@ static void check_frame_layout(void)
     PyCodeObject *co = PyFrame_GetCode(frame);
     frame_layout_ok = ((mirror_frame_t *)frame)->f_frame->f_code == co;
     Py_DECREF(co);
+    /* f_trace_lines: True by default; False set through the attribute must show */
+    mirror_frame_t *mf = (mirror_frame_t *)frame;
+    int was = mf->f_trace_lines;
+    if (frame_layout_ok && was == 1 &&
+        PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_False) == 0) {
+        trace_lines_ok = mf->f_trace_lines == 0;
+        if (PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_True) < 0)
+            PyErr_Clear();
+        trace_lines_ok &= mf->f_trace_lines == 1;
+    }
+    PyErr_Clear();
 }
 #else
+static void no_line_events(PyFrameObject *frame)
+{
+    if (PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_False) < 0)
+        PyErr_Clear();
+}
+
 static inline PyCodeObject *frame_code(PyFrameObject *frame)
 {
     PyCodeObject *co = PyFrame_GetCode(frame);
@@ -235,6 +267,54 @@ static int hook_traced(PyObject *obj, PyFrameObject *frame, int what, PyObject *
 
 /* The hook for this run: with the timeline or without. */
 static Py_tracefunc run_hook(void) { return st_py.tracing ? hook_traced : hook; }
+
+/* ------------------------------------------------------------------------- */
+/* Line timings (lines.h)                                                     */
+
+/* The trace function, on a thread while it runs a chosen function: its line
+ * events are timed; any other frame's are switched off at its call. */
+static int line_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    (void)obj;
+    (void)arg;
+    st_pythread_t *ts = tl_ts;
+    if (!ts)
+        return 0;
+    if (what == PyTrace_LINE) {
+        lines_line(ts, frame, PyFrame_GetLineNumber(frame));
+    } else if (what == PyTrace_CALL) {
+        /* heard before the profile hook's call: a chosen frame is not pushed yet */
+        codeinfo_t *ci = code_info(frame_code(frame));
+        if (!ci || !ci->lines)
+            no_line_events(frame);
+    }
+    return 0;
+}
+
+/* Called from the profile hook, so that the thread's profile function is set and
+ * its tracing flag stays as it is: the trace function is put in place directly,
+ * without sys.settrace's audit event at every outermost chosen call. */
+void st_pylines_arm(st_pythread_t *ts, st_pyltab_t *tab)
+{
+    tab->armed = 1;
+    if (ts->ldepth != 1)
+        return;
+    PyThreadState *t = PyThreadState_Get();
+    if (!t->c_tracefunc && t->c_profilefunc) {
+        t->c_traceobj = NULL;
+        t->c_tracefunc = line_trace;
+    } else if (t->c_tracefunc != line_trace) {
+        st_pylines_lost(); /* the program's trace function (a debugger) keeps the thread */
+    }
+}
+
+void st_pylines_disarm(st_pythread_t *ts)
+{
+    (void)ts;
+    PyThreadState *t = PyThreadState_Get();
+    if (t->c_tracefunc == line_trace)
+        t->c_tracefunc = NULL;
+}
 
 /* The program's hook and strata's on one thread: the program's function gets its
  * own object and every event as it would alone. */
@@ -628,6 +708,8 @@ void st_pybackend_stop(void)
     PyThreadState *me = PyThreadState_Get();
     for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t;
          t = PyThreadState_Next(t)) {
+        if (t->c_tracefunc == line_trace && _PyEval_SetTrace(t, NULL, NULL) < 0)
+            PyErr_Clear();
         Py_tracefunc f = t->c_profilefunc;
         if (is_ours(f)) {
             /* the program's own hook, if it has one, stays on its own */

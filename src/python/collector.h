@@ -47,6 +47,7 @@
 
 #include "core/recorder.h"
 #include "python/labels.h"
+#include "python/lines.h"
 #include "python/pystate.h"
 #include "python/threads.h"
 
@@ -72,6 +73,8 @@ void st_pybackend_report(FILE *err);
 static inline int on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
                           PyFrameObject *frame, const int tracing)
 {
+    if (__builtin_expect(st_py.lines, 0))
+        lines_call(ts, co, key); /* whatever the profile's scopes and filters say */
     if (ts->suppress) {
         if (key == ts->suppress)
             ts->suppress_nest++;
@@ -125,6 +128,8 @@ static inline int on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
  * entered before it ends after it. */
 static inline int on_return(st_pythread_t *ts, const void *key, const int tracing)
 {
+    if (__builtin_expect(ts->ldepth != 0, 0))
+        lines_return(ts, key);
     if (ts->suppress) {
         if (key == ts->suppress) {
             if (ts->suppress_nest) {

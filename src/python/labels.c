@@ -270,6 +270,8 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
     ci->ever_kept |= ci->keep;
     ci->dynamic = (uint8_t)st_py.label_args;
     ci->gen = st_py.gen;
+    /* --lines: chosen (its table is made at its first call, python/lines.h) */
+    ci->lines = st_py.lines && ((ci->marks & MARK_PROFILE) || (st_py.lines_restrict && ci->keep));
     return ci;
 }
 

@@ -6,6 +6,7 @@
  *   pystate.h   this state (the settings unpacked for the hot path, the session);
  *   labels.h    the verdict and label cache of code objects and C functions;
  *   threads.h   a thread's state object (scopes, @noprofile, its recorder thread);
+ *   lines.h     line timings (--lines): chosen functions' tables, the hot path;
  *   collector.h the hot path the backends call, and the backends' interface.
  * Each includes only those above it in this list. */
 #ifndef STRATA_PYTHON_PYSTATE_H
@@ -49,6 +50,8 @@ typedef struct {
     uint8_t ever_kept;  /* 1: recorded in some generation (its exits may pop) */
     uint8_t disabled;   /* 1: its events were switched off (3.12+): a new mark must
                          * switch them on again */
+    uint8_t lines;      /* 1: its lines are timed (--lines; ltab is its table) */
+    struct st_pyltab *ltab; /* its line table once chosen, kept across generations */
 } codeinfo_t;
 
 /* No thread may record a call of this code, whatever its state: its events can be
@@ -82,6 +85,8 @@ typedef struct {
     /* settings unpacked for the hot path */
     int builtin_mode, trace_c, label_args, label_file, label_line, full_filepath;
     int include_internal, verbose;
+    int lines;                /* --lines: time the lines of chosen functions */
+    int lines_restrict;       /* --lines with -R/-MR: what they select is chosen too */
     int tracing;              /* threads record timelines (the recorder's trace) */
     char internal_dir[PATH_MAX];
     size_t internal_len;

@@ -154,6 +154,8 @@ st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid)
     ts->suppress = NULL;
     ts->scope_nest = ts->suppress_nest = 0;
     ts->unnamed = 0;
+    ts->lstack = NULL;
+    ts->ldepth = ts->lcap = 0;
     ts->skipped_events = 0;
     ts->chained = NULL;
     ts->swallow = NULL;
@@ -166,9 +168,16 @@ st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid)
     return ts;
 }
 
+static void pythread_dealloc(PyObject *self)
+{
+    free(((st_pythread_t *)self)->lstack);
+    PyObject_Free(self);
+}
+
 PyTypeObject st_pythread_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_strata.st_pythread_t",
     .tp_basicsize = sizeof(st_pythread_t),
+    .tp_dealloc = pythread_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A thread's profiling state (internal).",
 };

@@ -34,6 +34,9 @@ typedef struct {
                               * thread, which strata's hook calls (backend_profile.c) */
     PyObject *swallow;       /* 3.11: the C function whose next return the program's
                               * function must not hear of (borrowed) */
+    struct st_pylframe *lstack; /* --lines: the running calls of chosen functions,
+                                 * innermost last (python/lines.h) */
+    uint32_t ldepth, lcap;
 } st_pythread_t;
 
 extern PyTypeObject st_pythread_type;

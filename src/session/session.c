@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "base/strbuf.h"
 #include "output/json.h"
+#include "output/lineprof.h"
 #include "output/lines.h"
 #include "output/sampling.h"
 #include "output/summary.h"
@@ -469,6 +470,11 @@ static void render_lines(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     st_lines_table_write(out, m, (size_t)arg);
 }
+static void render_lineprof(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_lineprof_text_write(out, m, 0);
+}
 /* arg: the component, and the precision times 256 */
 static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
 {
@@ -642,6 +648,28 @@ static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, c
                    "more\n",
                 st->rate_min, st->rate_max, st->prate_min, st->prate_max, st->clock,
                 (unsigned long long)st->rated, st->rated == 1 ? "" : "s");
+}
+
+/* The line timings on the terminal (their file's copy), as kernprof -l -v prints
+ * them, or where they are when they are too long for one. */
+static void print_lineprof(FILE *f, const st_session_t *s, const st_model_t *m, const char *name,
+                           int in_file, int first)
+{
+    size_t bytes = table_size(s->outdir, name, in_file, render_lineprof, m, 0);
+    if (!first)
+        fputc('\n', f);
+    if (bytes <= ST_SUMMARY_TABLE_BYTES) {
+        if (in_file)
+            copy_file(f, s->outdir, name, render_lineprof, m, 0);
+        else
+            render_to(f, render_lineprof, m, 0);
+        return;
+    }
+    char shown[PATH_MAX];
+    fprintf(f, "[strata] the line timings (%.1f MB) are too long for the terminal: %s%s%s%s\n",
+            (double)bytes / 1e6, in_file ? "they are in " : "`strata report --format lines` prints them",
+            in_file ? st_text_printable(shown, sizeof shown, s->outdir_shown) : "",
+            in_file ? "/" : "", in_file ? name : "");
 }
 
 /* What stack sampling lost, and why: always said. */
@@ -829,10 +857,21 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     st_output_opts_init(&ro);
     ro.precision = precision;
     ro.title = st_output_title(&m, *s->target ? s->target : NULL);
+    const unsigned line_formats = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF;
     for (int f = 0; f < ST_NFORMATS; f++)
-        if (f != ST_FMT_TEXT && f != ST_FMT_JSON && (formats & (1u << f)))
+        if (f != ST_FMT_TEXT && f != ST_FMT_JSON && !(line_formats & (1u << f)) &&
+            (formats & (1u << f)))
             failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, NULL, &one),
                    &one);
+    /* Line timings (--lines), whatever the formats: line_profiler's text and .lprof. */
+    char lineprof_name[64];
+    int lineprof_ok = 0;
+    st_format_file_name(ST_FMT_LINES, s->has_rank, s->rank, lineprof_name, sizeof lineprof_name);
+    if (m.nlfuncs) {
+        rc = st_formats_write_dir(&m, line_formats, s->outdir, &ro, NULL, NULL, &one);
+        lineprof_ok = rc == 0;
+        failed(&fail, rc, &one);
+    }
     char shown[PATH_MAX];
     if (tables) {
         int first = 1;
@@ -885,6 +924,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         }
         if (samples)
             print_samples(tables, s, &m, samples_name, samples_ok, first);
+        if (m.nlfuncs)
+            print_lineprof(tables, s, &m, lineprof_name, lineprof_ok, first && !samples);
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));

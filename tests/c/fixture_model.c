@@ -178,6 +178,36 @@ static void build_sampling(st_fixture_t *f)
         f->sample_ns[i] = MONO_BASE_NS + (uint64_t)i * 25000000u;
 }
 
+/* Line timings (--lines): an ordinary function; one whose numbers overflow
+ * line_profiler's columns (hits past 9 digits: %g; times past 12 and 8 characters:
+ * %5.3g); one whose file was gone (no source: line_profiler's "Could not find
+ * file" lines). Times scaled. */
+static const char *const solve_source[] = {
+    "@profile", "def solve(grid, steps):", "    r = 0", "    for s in range(steps):",
+    "        r += grid.relax(s)  # \"quoted\" \\ caf\xc3\xa9", "    return r"};
+static const char *const big_source[] = {"    def big(self):", "        for i in self.items:",
+                                         "            self.step(i)", ""};
+
+static void build_lines(st_fixture_t *f, uint64_t scale)
+{
+    static const st_model_lrow_t rows[3][4] = {
+        {{12, 1, 1500}, {13, 1001, 2500000}, {14, 1000, 987654321}, {15, 1, 120}},
+        {{4, 12345678901ull, 5000000000ull}, {5, 3, 98765432109876543ull}},
+        {{22, 2, 400}, {25, 1, 100}},
+    };
+    static const size_t nrows[3] = {4, 2, 2};
+    for (int i = 0; i < 3; i++)
+        for (size_t j = 0; j < nrows[i]; j++) {
+            f->lrows[i][j] = rows[i][j];
+            f->lrows[i][j].ns *= scale;
+        }
+    f->lfuncs[0] = (st_model_lfunc_t){"solve", "/src/app.py", 10, f->lrows[0], 4, solve_source,
+                                      sizeof solve_source / sizeof *solve_source};
+    f->lfuncs[1] = (st_model_lfunc_t){"Grid.big", "/src/grid.py", 3, f->lrows[1], 2, big_source,
+                                      sizeof big_source / sizeof *big_source};
+    f->lfuncs[2] = (st_model_lfunc_t){"lost", "/gone/x.py", 20, f->lrows[2], 2, NULL, 0};
+}
+
 int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
 {
     memset(f, 0, sizeof *f);
@@ -215,6 +245,7 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         return rc;
     }
     build_sampling(f);
+    build_lines(f, scale);
     f->model = (st_model_t){
         .labels = &f->labels,
         .threads = f->threads,
@@ -241,6 +272,8 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .nsamples = ST_FIXTURE_SAMPLES,
         .sampler_cpu_s = 0.0015,
         .gpu_note = "no NVIDIA driver (libnvidia-ml.so.1 not found): GPU metrics skipped",
+        .lfuncs = f->lfuncs,
+        .nlfuncs = 3,
     };
     f->timeline = (st_timeline_t){
         .labels = &f->labels,

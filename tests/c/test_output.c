@@ -637,6 +637,28 @@ static void test_empty(void)
     st_profile_free(&p);
 }
 
+/* Line timings of one function from two runs: the lines summed where both ran, the
+ * others kept, in line order; the source kept from the first run that had one. */
+static void test_lfunc_merge(void)
+{
+    st_profile_t p;
+    CHECK(st_profile_init(&p) == 0);
+    const st_model_lrow_t a[] = {{1, 2, 10}, {5, 1, 7}};
+    const st_model_lrow_t b[] = {{3, 4, 1}, {5, 2, 3}, {7, 1, 1}};
+    const char *src[] = {"def f():", "    pass"};
+    st_model_lfunc_t fa = {"f", "x.py", 1, a, 2, NULL, 0};
+    st_model_lfunc_t fb = {"f", "x.py", 1, b, 3, src, 2};
+    st_model_lfunc_t other = {"f", "x.py", 9, b, 1, NULL, 0}; /* another first line */
+    CHECK(st_profile_add_lfunc(&p, &fa) == 0 && st_profile_add_lfunc(&p, &fb) == 0 &&
+          st_profile_add_lfunc(&p, &other) == 0);
+    CHECK(p.model.nlfuncs == 2);
+    const st_model_lfunc_t *f = &p.model.lfuncs[0];
+    CHECK(f->nrows == 4 && f->rows[0].line == 1 && f->rows[1].line == 3 && f->rows[2].line == 5 &&
+          f->rows[2].hits == 3 && f->rows[2].ns == 10 && f->rows[3].line == 7);
+    CHECK(f->nsource == 2 && strcmp(f->source[1], "    pass") == 0);
+    st_profile_free(&p);
+}
+
 static void test_formats(void)
 {
     unsigned mask;
@@ -665,7 +687,7 @@ static void test_formats(void)
     CHECK(strcmp(names, st_setting_def(ST_S_OUTPUT_FORMATS)->choices) == 0);
     CHECK(st_formats_parse("bogus", &mask, &msg) == ST_EINVAL &&
           strstr(msg.text, "(choose from text, json, pstats, dot, png, svg, folded, speedscope, "
-                           "callgrind, html)"));
+                           "callgrind, html, lines, lprof)"));
 }
 
 /* The rows of grid_rows() under a title, in one of the grid's modes. */
@@ -771,6 +793,7 @@ static void test_grid_widths(void)
 
 int main(void)
 {
+    test_lfunc_merge();
     test_fgraph();
     test_pstats();
     test_dot();

@@ -1,0 +1,245 @@
+/* Line timings' slow paths: choosing functions, their tables, and what they give
+ * the model when the results are written (see lines.h). With the GIL held. */
+#include "python/lines.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model/model.h"
+
+/* The most functions whose lines are timed, and lines per function: tables are
+ * made once per function, so memory stays bounded whatever -R selects. */
+#define MAX_FUNCS 4096
+#define MAX_LINES 100000
+/* The most source lines kept for one function's block. */
+#define MAX_SOURCE 20000
+
+static struct {
+    st_pyltab_t **tabs;
+    size_t n, cap;
+    uint64_t too_many;       /* functions chosen beyond MAX_FUNCS */
+    uint64_t lost;           /* calls not timed */
+    /* what the model points to, made when the results are written */
+    st_model_lfunc_t *funcs;
+    size_t nfuncs;
+} lt;
+
+/* The last line of co (from co_lines()), or first when it has none. */
+static uint32_t last_line(PyCodeObject *co, uint32_t first)
+{
+    uint32_t last = first;
+    PyObject *it = PyObject_CallMethod((PyObject *)co, "co_lines", NULL);
+    PyObject *iter = it ? PyObject_GetIter(it) : NULL;
+    Py_XDECREF(it);
+    PyObject *t;
+    while (iter && (t = PyIter_Next(iter))) {
+        PyObject *line = PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 3 ? PyTuple_GET_ITEM(t, 2)
+                                                                       : NULL;
+        if (line && PyLong_Check(line)) {
+            long v = PyLong_AsLong(line);
+            if (v > (long)last && v < (long)first + MAX_LINES)
+                last = (uint32_t)v;
+        }
+        Py_DECREF(t);
+    }
+    Py_XDECREF(iter);
+    PyErr_Clear();
+    return last;
+}
+
+int st_pylines_choose(codeinfo_t *ci, PyCodeObject *co)
+{
+    if (ci->ltab)
+        return 0;
+    if (lt.n == MAX_FUNCS) {
+        lt.too_many++;
+        return -1;
+    }
+    if (lt.n == lt.cap) {
+        size_t cap = lt.cap ? 2 * lt.cap : 16;
+        st_pyltab_t **v = realloc(lt.tabs, cap * sizeof *v);
+        if (!v) {
+            lt.lost++;
+            return -1;
+        }
+        lt.tabs = v;
+        lt.cap = cap;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    uint32_t first = co->co_firstlineno > 0 ? (uint32_t)co->co_firstlineno : 1;
+    uint32_t n = last_line(co, first) - first + 1;
+    PyErr_Restore(et, ev, tb);
+    st_pyltab_t *tab = calloc(1, sizeof *tab);
+    uint64_t *hits = calloc(n, sizeof *hits), *ticks = calloc(n, sizeof *ticks);
+    if (!tab || !hits || !ticks) {
+        free(tab);
+        free(hits);
+        free(ticks);
+        lt.lost++;
+        return -1;
+    }
+    *tab = (st_pyltab_t){.code = Py_NewRef((PyObject *)co), .first = first, .n = n,
+                         .hits = hits, .ticks = ticks};
+    lt.tabs[lt.n++] = tab;
+    ci->ltab = tab;
+    return 0;
+}
+
+int st_pylines_grow(st_pythread_t *ts)
+{
+    uint32_t cap = ts->lcap ? 2 * ts->lcap : 16;
+    st_pylframe_t *v = cap <= (1u << 20) ? realloc(ts->lstack, cap * sizeof *v) : NULL;
+    if (!v) {
+        lt.lost++;
+        return -1;
+    }
+    ts->lstack = v;
+    ts->lcap = cap;
+    return 0;
+}
+
+void st_pylines_lost(void) { lt.lost++; }
+
+st_pyltab_t *const *st_pylines_tables(size_t *n)
+{
+    *n = lt.n;
+    return lt.tabs;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Results                                                                    */
+
+/* s (a str) as owned UTF-8, without its line end. */
+static char *source_line(PyObject *s)
+{
+    PyObject *hold = NULL;
+    const char *text = PyUnicode_Check(s) ? st_pytext_utf8(s, &hold) : NULL;
+    char *out = strdup(text ? text : "");
+    Py_XDECREF(hold);
+    if (out) {
+        size_t n = strlen(out);
+        if (n && out[n - 1] == '\n')
+            out[--n] = '\0';
+        if (n && out[n - 1] == '\r')
+            out[--n] = '\0';
+    }
+    return out;
+}
+
+/* The block of source of a function from its first line, as line_profiler shows
+ * it: inspect.getblock over linecache's lines of the file (read anew). NULL (the
+ * file was not found) or a list. New reference. */
+static PyObject *block_of(const char *file, uint32_t first)
+{
+    struct stat st;
+    if (stat(file, &st) != 0)
+        return NULL;
+    PyObject *linecache = PyImport_ImportModule("linecache");
+    PyObject *inspect = linecache ? PyImport_ImportModule("inspect") : NULL;
+    PyObject *block = NULL, *lines = NULL;
+    if (inspect) {
+        PyObject *r = PyObject_CallMethod(linecache, "clearcache", NULL);
+        Py_XDECREF(r);
+        lines = PyObject_CallMethod(linecache, "getlines", "s", file);
+    }
+    PyObject *tail = lines ? PySequence_GetSlice(lines, (Py_ssize_t)first - 1, PY_SSIZE_T_MAX)
+                           : NULL;
+    if (tail) {
+        block = PyObject_CallMethod(inspect, "getblock", "O", tail);
+        if (!block) { /* source getblock cannot read: the lines from the first on */
+            PyErr_Clear();
+            block = Py_NewRef(tail);
+        }
+    }
+    PyErr_Clear();
+    Py_XDECREF(tail);
+    Py_XDECREF(lines);
+    Py_XDECREF(inspect);
+    Py_XDECREF(linecache);
+    if (block && !PyList_Check(block))
+        Py_CLEAR(block);
+    return block ? block : PyList_New(0);
+}
+
+/* Fills f from tab: the lines run, the names and the source. -1: out of memory. */
+static int make_func(st_model_lfunc_t *f, const st_pyltab_t *tab, double ns_per_tick)
+{
+    PyCodeObject *co = (PyCodeObject *)tab->code;
+    PyObject *hold1 = NULL, *hold2 = NULL;
+    const char *file = st_pytext_utf8(co->co_filename, &hold1);
+    const char *qual = st_pytext_utf8(co->co_qualname, &hold2);
+    f->file = strdup(file ? file : "?");
+    f->function = strdup(qual ? qual : "?");
+    Py_XDECREF(hold1);
+    Py_XDECREF(hold2);
+    f->first_line = tab->first;
+    size_t n = 0;
+    for (uint32_t i = 0; i < tab->n; i++)
+        n += tab->hits[i] != 0;
+    st_model_lrow_t *rows = malloc((n ? n : 1) * sizeof *rows);
+    if (!f->file || !f->function || !rows) {
+        free(rows);
+        return -1;
+    }
+    n = 0;
+    for (uint32_t i = 0; i < tab->n; i++)
+        if (tab->hits[i])
+            rows[n++] = (st_model_lrow_t){tab->first + i, tab->hits[i],
+                                          (uint64_t)((double)tab->ticks[i] * ns_per_tick + 0.5)};
+    f->rows = rows;
+    f->nrows = n;
+    PyObject *block = PyGILState_Check() ? block_of(f->file, tab->first) : NULL;
+    if (!block)
+        return 0;
+    Py_ssize_t len = PyList_GET_SIZE(block);
+    if (len > MAX_SOURCE)
+        len = MAX_SOURCE;
+    char **src = calloc(len ? (size_t)len : 1, sizeof *src);
+    if (!src) {
+        Py_DECREF(block);
+        return -1;
+    }
+    f->source = (const char *const *)src;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        if (!(src[i] = source_line(PyList_GET_ITEM(block, i))))
+            break;
+        f->nsource = (size_t)i + 1;
+    }
+    Py_DECREF(block);
+    return f->nsource == (size_t)len ? 0 : -1;
+}
+
+void st_pylines_contribute(st_model_t *m, double ns_per_tick)
+{
+    if (!lt.n)
+        return;
+    if (!lt.funcs) {
+        lt.funcs = calloc(lt.n, sizeof *lt.funcs);
+        if (!lt.funcs)
+            return;
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        for (size_t i = 0; i < lt.n; i++)
+            if (make_func(&lt.funcs[lt.nfuncs], lt.tabs[i], ns_per_tick) == 0)
+                lt.nfuncs++;
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+    m->lfuncs = lt.funcs;
+    m->nlfuncs = lt.nfuncs;
+}
+
+void st_pylines_report(FILE *err)
+{
+    if (lt.too_many)
+        fprintf(err, "[strata] line timings: %llu more functions were chosen than the %d whose "
+                     "lines strata times; they were not timed (narrow -R/-MR)\n",
+                (unsigned long long)lt.too_many, MAX_FUNCS);
+    if (lt.lost)
+        fprintf(err, "[strata] line timings: %llu call%s of chosen functions %s not timed "
+                     "(the program's own trace function held the thread, or no memory)\n",
+                (unsigned long long)lt.lost, lt.lost == 1 ? "" : "s",
+                lt.lost == 1 ? "was" : "were");
+}

@@ -1,0 +1,271 @@
+"""Line timings: `strata python --lines` (-l), line_profiler's job (issue 12).
+
+The text strata prints and writes (line_profile.txt) is what line_profiler itself
+renders from the .lprof strata writes, byte for byte; the hits of every line are
+kernprof's for the same program; and the program runs as it does without strata."""
+import io
+import pickle
+import sys
+
+import pytest
+
+from conftest import PYTHON, load_json, run_cmd
+
+PROGRAM = """
+    import sys, threading
+
+    @profile
+    def work(n):
+        total = 0
+        for i in range(n):
+            if i % 3 == 0:
+                total += i
+            else:
+                total -= 1
+        return total
+
+    @profile
+    def gen(n):
+        for i in range(n):
+            yield i * 2
+
+    @profile
+    def fails(x):
+        try:
+            raise ValueError(x)
+        except ValueError:
+            return -1
+
+    class K:
+        @profile
+        def method(self, n):
+            return sum(range(n))
+
+    @profile
+    def rec(n):
+        if n <= 0:
+            return 0
+        return 1 + rec(n - 1)
+
+    @profile
+    def never():
+        return 0
+
+    def plain(n):
+        return [i for i in range(n)]
+
+    def main():
+        print(work(1000), sum(gen(50)), fails(3), K().method(10), rec(20), len(plain(10)))
+        ts = [threading.Thread(target=work, args=(500,)) for _ in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("trace", sys.gettrace())
+
+    main()
+"""
+
+
+def line_profiler_module():
+    """line_profiler from the test venv (requirements-dev.txt), or a skip saying why."""
+    try:
+        import line_profiler.line_profiler as lp  # noqa: F401
+    except ImportError:
+        pytest.skip("line_profiler is not installed in the test venv (pip install line_profiler)")
+    return lp
+
+
+def hits_of(timings):
+    return {(k[1], k[2]): [(line, hits) for line, hits, _ in rows] for k, rows in timings.items()}
+
+
+def test_text_is_line_profilers_rendering(runner):
+    """line_profile.txt, and the same text on the terminal, is line_profiler's
+    show_text of the .lprof, byte for byte (columns, number formats, the function's
+    source block, functions never called); `python -m line_profiler` reads the .lprof."""
+    lp = line_profiler_module()
+    runner.write("prog.py", PROGRAM)
+    res = runner.strata("-l", "prog.py")
+    assert res.returncode == 0, res.describe()
+    results = runner.results()
+    text = (results / "line_profile.txt").read_text()
+    with open(results / "profile.lprof", "rb") as f:
+        stats = pickle.load(f)
+    assert type(stats).__name__ == "LineStats" and stats.unit == 1e-9
+    out = io.StringIO()
+    lp.show_text(stats.timings, stats.unit, output_unit=1e-6, stream=out, config=False)
+    assert text == out.getvalue()
+    assert text in res.stderr
+    assert "Function: K.method at line 26" in text and "Function: never at line 36" in text
+    assert "plain" not in {k[2] for k in stats.timings}
+    # the command-line reader takes it as kernprof's
+    shown = run_cmd([PYTHON, "-m", "line_profiler", results / "profile.lprof"], runner.dir,
+                    runner.env())
+    assert shown.returncode == 0 and shown.stdout == text, shown.describe()
+
+
+def test_hits_are_kernprofs(runner):
+    """Every line's hits are what kernprof -l counts for the same program: loops,
+    branches, a generator, an exception caught, a method, recursion, three threads."""
+    line_profiler_module()
+    runner.write("prog.py", PROGRAM)
+    res = runner.strata("-l", "prog.py")
+    assert res.returncode == 0, res.describe()
+    kern = runner.run([PYTHON, "-m", "kernprof", "-l", "-q", "-o", "k.lprof", "prog.py"])
+    assert kern.returncode == 0, kern.describe()
+    # the program's output is kernprof's run's: no trace function seen
+    assert res.stdout == kern.stdout and res.stdout.endswith("trace None\n"), res.describe()
+    with open(runner.dir / "k.lprof", "rb") as f:
+        theirs = hits_of(pickle.load(f).timings)
+    with open(runner.results() / "profile.lprof", "rb") as f:
+        ours = hits_of(pickle.load(f).timings)
+    assert ours == theirs
+
+
+def test_time_goes_to_the_line_that_took_it(runner):
+    """A line that sleeps 60 ms and one that sleeps 20 ms: the times split 3 to 1
+    (their callees' time is theirs, as line_profiler counts it)."""
+    runner.write("sleepy.py", """
+        import time
+
+        @profile
+        def f():
+            time.sleep(0.06)
+            time.sleep(0.02)
+
+        for _ in range(3):
+            f()
+    """)
+    res = runner.strata("-l", "sleepy.py")
+    assert res.returncode == 0, res.describe()
+    prof = load_json(runner.results() / "profile.json")
+    (fn,) = prof["line_timings"]
+    rows = {line: (hits, ns) for line, hits, ns in fn["lines"]}
+    assert rows[5][0] == 3 and rows[6][0] == 3
+    assert 0.175 < rows[5][1] / 1e9 < 0.3 and 0.055 < rows[6][1] / 1e9 < 0.12, rows
+    assert 2.2 < rows[5][1] / rows[6][1] < 3.6, rows
+
+
+def test_functions_chosen_by_regex(runner):
+    """With -R (and -MR), functions are chosen without a decorator: the regex's, and
+    @profile ones still; other code is not timed."""
+    runner.write("nodeco.py", """
+        def solve_a(n):
+            s = 0
+            for i in range(n):
+                s += i
+            return s
+
+        def solve_b(n):
+            return solve_a(n) * 2
+
+        def helper():
+            return 1
+
+        print(solve_b(100), helper())
+    """)
+    res = runner.strata("-l", "-R", "^solve_", "--", "nodeco.py")
+    assert res.returncode == 0 and res.stdout == "9900 1\n", res.describe()
+    prof = load_json(runner.results() / "profile.json")
+    names = [f["function"] for f in prof["line_timings"]]
+    assert names == ["solve_b", "solve_a"], names
+    a = next(f for f in prof["line_timings"] if f["function"] == "solve_a")
+    assert [row[:2] for row in a["lines"]] == [[2, 1], [3, 101], [4, 100], [5, 1]]
+
+
+def test_without_lines_nothing_is_timed(runner):
+    """Without -l, @profile functions are profiled as before and no line file is made."""
+    runner.write("prog.py", PROGRAM)
+    res = runner.strata("prog.py")
+    assert res.returncode == 0, res.describe()
+    results = runner.results()
+    assert not (results / "line_profile.txt").exists() and not (results / "profile.lprof").exists()
+    assert "line_timings" not in load_json(results / "profile.json")
+    assert "Timer unit" not in res.stderr
+
+
+def test_the_programs_own_trace_function_is_kept(runner):
+    """A program that traces itself (a debugger, coverage) keeps its trace function and
+    every event it would get. On 3.11 a thread has one trace function: strata says
+    that the calls made under the program's were not timed; on 3.12+ both run."""
+    runner.write("own.py", """
+        import sys
+        seen = []
+
+        def tracer(frame, event, arg):
+            if frame.f_code.co_name == "f":
+                seen.append(event)
+            return tracer
+
+        @profile
+        def f():
+            x = 1
+            return x + 1
+
+        sys.settrace(tracer)
+        f()
+        sys.settrace(None)
+        print(seen.count("line"), seen.count("call"), sys.gettrace())
+        f()
+    """)
+    res = runner.strata("-l", "own.py")
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == "2 1 None\n", res.describe()
+    prof = load_json(runner.results() / "profile.json")
+    (fn,) = prof["line_timings"]
+    if sys.version_info < (3, 12):
+        # one trace function a thread: the call made under the program's is not timed
+        assert [row[:2] for row in fn["lines"]] == [[11, 1], [12, 1]]
+        assert "1 call of chosen functions was not timed" in res.stderr
+    else:
+        # sys.monitoring: strata's LINE events beside the program's trace function
+        assert [row[:2] for row in fn["lines"]] == [[11, 2], [12, 2]]
+
+
+def test_merge_and_report(runner, strata_bin):
+    """Two runs merged: every line's hits and time summed; `strata report --format
+    lines` renders them from profile.json."""
+    runner.write("sleepy.py", """
+        @profile
+        def f(n):
+            return sum(range(n))
+
+        f(10)
+        f(20)
+    """)
+    for out in ("a", "b"):
+        res = runner.strata("-l", "-o", out, "sleepy.py")
+        assert res.returncode == 0, res.describe()
+    merged = runner.run([strata_bin, "merge", "-o", "m", "a", "b"])
+    assert merged.returncode == 0, merged.describe()
+    prof = load_json(runner.dir / "m" / "profile.json")
+    (fn,) = prof["line_timings"]
+    a = load_json(runner.dir / "a" / "profile.json")["line_timings"][0]
+    b = load_json(runner.dir / "b" / "profile.json")["line_timings"][0]
+    assert fn["lines"] == [[3, 4, a["lines"][0][2] + b["lines"][0][2]]]
+    assert (runner.dir / "m" / "profile.lprof").exists()
+    text = (runner.dir / "m" / "line_profile.txt").read_text()
+    rep = runner.run([strata_bin, "report", "--format", "lines", "-o", "again.txt",
+                      "m/profile.json"])
+    assert rep.returncode == 0, rep.describe()
+    assert (runner.dir / "again.txt").read_text() == text
+
+
+def test_bad_line_timings_in_a_profile(runner, strata_bin):
+    """A profile.json whose line timings are malformed is refused with one line."""
+    runner.write("sleepy.py", """
+        @profile
+        def f():
+            return 1
+
+        f()
+    """)
+    res = runner.strata("-l", "-o", "r", "sleepy.py")
+    assert res.returncode == 0, res.describe()
+    path = runner.dir / "r" / "profile.json"
+    text = path.read_text()
+    path.write_text(text.replace('"lines": [[', '"lines": [["x", '))
+    rep = runner.run([strata_bin, "report", "r/profile.json"])
+    assert rep.returncode == 2 and rep.stderr.startswith("strata: error:"), rep.describe()
+    assert len(rep.stderr.splitlines()) == 1 and "Traceback" not in rep.stderr
