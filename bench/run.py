@@ -67,6 +67,10 @@ periods they stand for; py-spy: the counts on its raw lines; austin: its
 sample lines).  Output: bench/results/sample-latest.{md,json}; --update-docs
 rewrites the "Stack sampling" results section of docs/performance.md.
 
+Line timing (issue 12): python bench/run.py --mode lines [-n N] compares strata
+python -l with kernprof -l (line_profiler) and the floor of line events with one
+clock read each, on a loop-heavy function (bench/lines_bench.py says how).
+
 MPI and OpenMP modes (issue 14): python bench/run.py --mode mpi [-n N] measures
 what strata run's MPI wrappers cost a call (bench/native_mpi.py says how), --mode
 omp what its OMPT callbacks cost a program of 10,000 parallel regions
@@ -1124,7 +1128,8 @@ def main(argv=None):
     ap.add_argument("--before", metavar="STRATA",
                     help="also run another build's strata command (in its own venv), e.g. "
                          "the previous commit's, and compare strata's added time with it")
-    ap.add_argument("--mode", choices=["overhead", "sample", "native", "run", "mpi", "omp"],
+    ap.add_argument("--mode", choices=["overhead", "sample", "native", "run", "mpi", "omp",
+                                       "lines"],
                     default="overhead",
                     help="overhead (default): the deterministic profilers; sample: stack "
                          "samplers (floor, strata --sample, py-spy, austin) at --rates; "
@@ -1168,6 +1173,9 @@ def main(argv=None):
     if args.mode == "omp":
         import native_omp  # bench/native_omp.py: strata run's OMPT callbacks (issue 14)
         return native_omp.main_omp(args, repeats, strata)
+    if args.mode == "lines":
+        import lines_bench  # bench/lines_bench.py: strata python --lines (issue 12)
+        return lines_bench.main_lines(args, repeats, strata, python, interp)
     if args.mode == "native":
         import native  # bench/native.py, which imports this module's helpers
         return native.main_native(args, repeats, rates, strata, python, interp,

@@ -199,21 +199,27 @@ if [ "$MODE" = bench ] && [ -d "$ROOT$WORK/src/bench/results" ]; then
         cp "$f" "$REPO/bench/results/py313-$(basename "$f")"
     done
     say "results copied to bench/results/py313-*"
-    # --update-docs rewrote the 3.13 section of the copy's docs/performance.md: bring
-    # that section (only) back into the working tree.
+    # --update-docs rewrote a 3.13 section of the copy's docs/performance.md (the
+    # overhead, sampling or line-timing one): bring those sections (only) back into
+    # the working tree.
     case " $* " in *" --update-docs "*)
         python3 - "$ROOT$WORK/src/docs/performance.md" "$REPO/docs/performance.md" <<'SPLICE'
+import re
 import sys
 src, dst = (open(p).read() for p in sys.argv[1:3])
-begin = "<!-- bench-results-3.13:begin (written by bench/run.py --update-docs) -->"
-end = "<!-- bench-results-3.13:end -->"
-section = src[src.index(begin):src.index(end) + len(end)]
-if begin in dst and end in dst:
-    dst = dst[:dst.index(begin)] + section + dst[dst.index(end) + len(end):]
-else:
-    dst = dst.rstrip("\n") + "\n\n" + section + "\n"
+for m in re.finditer(r"<!-- (bench-[a-z-]+-3\.13):begin[^>]*-->", src):
+    end = f"<!-- {m.group(1)}:end -->"
+    section = src[m.start():src.index(end, m.end()) + len(end)]
+    begin = m.group(0)
+    if begin in dst and end in dst:
+        old = dst[dst.index(begin):dst.index(end) + len(end)]
+        if old == section:
+            continue
+        dst = dst[:dst.index(begin)] + section + dst[dst.index(end) + len(end):]
+    else:
+        dst = dst.rstrip("\n") + "\n\n" + section + "\n"
+    print(f"py313 leg: docs/performance.md: the CPython 3.13 section {m.group(1)} updated")
 open(sys.argv[2], "w").write(dst)
-print("py313 leg: docs/performance.md: the CPython 3.13 results section updated")
 SPLICE
     esac
 fi

@@ -1,0 +1,114 @@
+"""Line timing's benchmark (bench/run.py --mode lines; issue 12).
+
+    python bench/run.py --mode lines [-n N] [--update-docs]
+
+bench/workloads/lines_loop.py runs a loop-heavy function of N iterations (six line
+events an iteration): `hot`, decorated with @profile, and `cold`, the same loop
+undecorated (what code that is not timed pays). Each under four configurations in
+the same rounds, in a shuffled order, after a warm-up round:
+
+    plain     python lines_loop.py hot|cold N
+    floor     bench/runners/line_floor.py: line events with one clock read each
+              (bench/floor/linefloor.c): 3.11, a C trace function, the event
+              source kernprof uses there; 3.12+, sys.monitoring LINE events
+              switched on for the decorated function only
+    strata    strata python -l -o TMP -- lines_loop.py ...  (STRATA_PRINT_TABLES=OFF)
+    no -l     the same without -l: the call-tree profile alone, so that what -l adds
+              to undecorated code is told apart from strata's fixed start-up and
+              exit (about 10 to 20 ms, issue 11)
+    kernprof  python -m kernprof -l -o TMP lines_loop.py ...  (line_profiler, from
+              the test venv's requirements-dev.txt)
+
+CPU time of each run (user + sys of the child), medians; every configuration must
+print the same result. Reported: each one's time over plain, and the time strata
+adds over the floor's and over kernprof's. Targets (issue 12): on 3.11 strata's
+added time within 1.2 times the floor's (about 4 times less than line_profiler's);
+on 3.12+ at least 5 times less added time than line_profiler's, and undecorated
+code at most 1.05 times plain.
+"""
+
+import datetime
+import os
+import statistics
+
+from run import (BENCH, RUNNERS, Tool, build_floor, clean_env, round_robin, run_capture,
+                 update_doc)
+
+SCRIPT = os.path.join(BENCH, "workloads", "lines_loop.py")
+ITEMS = {"hot": ["hot", "1000000"], "cold": ["cold", "3000000"]}
+
+
+def markers(version):
+    return (f"<!-- bench-lines-{version}:begin (written by bench/run.py --mode lines "
+            "--update-docs) -->", f"<!-- bench-lines-{version}:end -->")
+
+
+def main_lines(args, repeats, strata, python, interp):
+    floor = Tool("floor")
+    build_floor(floor, interp, module="linefloor")
+    if not floor.available:
+        raise SystemExit(f"bench: {floor.reason}")
+    rc, out = run_capture([python, "-c", "import line_profiler; print(line_profiler.__version__)"])
+    if rc != 0:
+        raise SystemExit("bench: --mode lines needs line_profiler in the measured python "
+                         "(it is in requirements-dev.txt: make setup)")
+    lp_version = out.strip()
+    env = clean_env()
+    quiet = dict(env, STRATA_PRINT_TABLES="OFF")
+    configs = {
+        "plain": lambda a, d: ([python, SCRIPT] + a, env),
+        "floor": lambda a, d: ([python, os.path.join(RUNNERS, "line_floor.py"), floor.ext_dir,
+                                SCRIPT] + a, env),
+        "strata": lambda a, d: ([strata, "python", "-l", "-o", d, "--", SCRIPT] + a, quiet),
+        "no -l": lambda a, d: ([strata, "python", "-o", d, "--", SCRIPT] + a, quiet),
+        "kernprof": lambda a, d: ([python, "-m", "kernprof", "-l", "-q", "-o", d + ".lprof",
+                                   SCRIPT] + a, env),
+    }
+    runs = round_robin(configs, ITEMS, repeats, args.timeout)
+    for item in ITEMS:
+        if len({r.stdout.strip() for c in configs for r in runs[(item, c)]}) != 1:
+            raise SystemExit(f"bench: the configurations printed different results ({item})")
+    cpu = {k: statistics.median(r.cpu for r in v) for k, v in runs.items()}
+    version = "%d.%d" % (interp["hexversion"] >> 24, (interp["hexversion"] >> 16) & 0xff)
+    when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    rows = []
+    for item, what in (("hot", "decorated loop (timed)"), ("cold", "undecorated loop")):
+        p = cpu[(item, "plain")]
+        added = {c: cpu[(item, c)] - p for c in configs}
+        x = {c: cpu[(item, c)] / p for c in configs}
+        rows.append(f"| {what}, {int(ITEMS[item][1]):,} iterations | {x['floor']:.2f}x | "
+                    f"{x['strata']:.2f}x | {x['no -l']:.2f}x | {x['kernprof']:.2f}x | "
+                    + (f"{added['strata'] / added['floor']:.2f} | "
+                       f"{added['kernprof'] / added['strata']:.1f} |" if item == "hot" else
+                       "| |"))
+    hot = {c: cpu[("hot", c)] - cpu[("hot", "plain")] for c in configs}
+    if interp["hexversion"] >= 0x030C0000:
+        target = (f"Targets (issue 12, 3.12+): at least 5 times less added time than "
+                  f"line_profiler's: {hot['kernprof'] / hot['strata']:.1f} times less; "
+                  f"undecorated code at most 1.05 times plain: "
+                  f"{cpu[('cold', 'strata')] / cpu[('cold', 'plain')]:.2f}x, of which "
+                  f"{cpu[('cold', 'no -l')] / cpu[('cold', 'plain')]:.2f}x without -l "
+                  f"(strata's start-up and exit): -l itself adds "
+                  f"{cpu[('cold', 'strata')] / cpu[('cold', 'no -l')]:.2f}x.")
+    else:
+        target = (f"Targets (issue 12, 3.11): strata's added time within 1.2 times the "
+                  f"floor's: {hot['strata'] / hot['floor']:.2f}; about 4 times less than "
+                  f"line_profiler's: {hot['kernprof'] / hot['strata']:.1f} times less.")
+    section = "\n".join([
+        f"#### Latest results: CPython {version}",
+        "",
+        f"- Date: {when}; CPU time (user + sys), median of {repeats} runs per configuration "
+        f"after one warm-up round, in a shuffled order; command `python bench/run.py --mode "
+        f"lines -n {repeats}`; line_profiler {lp_version}",
+        f"- Machine: {os.cpu_count()} CPUs; {' '.join(interp['version'].split())}",
+        "",
+        "| workload | floor / plain | strata -l / plain | strata (no -l) / plain | kernprof -l / plain | strata added / floor added | kernprof added / strata added |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+        target,
+    ])
+    print(section)
+    if args.update_docs:
+        update_doc(section, None, markers(version))
+    return 0
