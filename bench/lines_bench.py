@@ -1,4 +1,5 @@
-"""Line timing's benchmark (bench/run.py --mode lines; issue 12).
+"""Line timing's and line memory's benchmarks (bench/run.py --mode lines, --mode
+memory; issue 12).
 
     python bench/run.py --mode lines [-n N] [--update-docs]
 
@@ -25,6 +26,21 @@ adds over the floor's and over kernprof's. Targets (issue 12): on 3.11 strata's
 added time within 1.2 times the floor's (about 4 times less than line_profiler's);
 on 3.12+ at least 5 times less added time than line_profiler's, and undecorated
 code at most 1.05 times plain.
+
+    python bench/run.py --mode memory [-n N] [--update-docs]
+
+runs the decorated loop (100,000 iterations: memory_profiler reads the process's
+memory through psutil at every line) under
+
+    plain     python lines_loop.py hot 100000
+    heap      strata python --memory -o TMP -- ...  (strata's allocator hooks)
+    rss       strata python --memory=rss -o TMP -- ...  (/proc/self/statm a line)
+    memory_profiler   python -m memory_profiler lines_loop.py ...  (requirements-dev.txt)
+    memray    python -m memray run -o TMP lines_loop.py ...  (every allocation with its
+              stack; from PyPI into .venv-bench, as yappi)
+
+Targets (issue 12): the memory mode at least 20 times faster than memory_profiler
+(its added time 20 times smaller) and below memray's added time.
 """
 
 import datetime
@@ -32,7 +48,7 @@ import os
 import statistics
 
 from run import (BENCH, RUNNERS, Tool, build_floor, clean_env, round_robin, run_capture,
-                 update_doc)
+                 setup_bench_venv, update_doc)
 
 SCRIPT = os.path.join(BENCH, "workloads", "lines_loop.py")
 ITEMS = {"hot": ["hot", "1000000"], "cold": ["cold", "3000000"]}
@@ -111,4 +127,70 @@ def main_lines(args, repeats, strata, python, interp):
     print(section)
     if args.update_docs:
         update_doc(section, None, markers(version))
+    return 0
+
+
+def memory_markers(version):
+    return (f"<!-- bench-memory-{version}:begin (written by bench/run.py --mode memory "
+            "--update-docs) -->", f"<!-- bench-memory-{version}:end -->")
+
+
+def main_memory(args, repeats, strata, python, interp):
+    rc, out = run_capture([python, "-c", "import memory_profiler as m; print(m.__version__)"])
+    if rc != 0:
+        raise SystemExit("bench: --mode memory needs memory_profiler in the measured python "
+                         "(it is in requirements-dev.txt: make setup)")
+    mp_version = out.strip()
+    memray = Tool("memray")
+    setup_bench_venv(memray, interp, "memray", "memray")
+    env = clean_env()
+    quiet = dict(env, STRATA_PRINT_TABLES="OFF")
+    configs = {
+        "plain": lambda a, d: ([python, SCRIPT] + a, env),
+        "heap": lambda a, d: ([strata, "python", "--memory", "-o", d, "--", SCRIPT] + a, quiet),
+        "rss": lambda a, d: ([strata, "python", "--memory=rss", "-o", d, "--", SCRIPT] + a,
+                             quiet),
+        "memory_profiler": lambda a, d: ([python, "-m", "memory_profiler", SCRIPT] + a, env),
+    }
+    if memray.available:
+        configs["memray"] = lambda a, d: ([python, "-m", "memray", "run", "-q", "-o",
+                                           d + ".bin", SCRIPT] + a,
+                                          dict(env, **memray.env))
+    items = {"hot": ["hot", "100000"]}
+    runs = round_robin(configs, items, repeats, args.timeout)
+    results = {r.stdout.strip().splitlines()[0] for rs in runs.values() for r in rs}
+    if len(results) != 1:
+        raise SystemExit(f"bench: the configurations printed different results: {results}")
+    cpu = {c: statistics.median(r.cpu for r in runs[("hot", c)]) for c in configs}
+    added = {c: cpu[c] - cpu["plain"] for c in configs}
+    version = "%d.%d" % (interp["hexversion"] >> 24, (interp["hexversion"] >> 16) & 0xff)
+    when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    cols = [c for c in configs if c != "plain"]
+    names = {"heap": "strata --memory", "rss": "strata --memory=rss",
+             "memory_profiler": f"memory_profiler {mp_version}", "memray": "memray run"}
+    head = "| workload | " + " | ".join(f"{names[c]} / plain" for c in cols) + \
+        " | memory_profiler added / strata added | memray added / strata added |"
+    mem_ratio = f"{added['memray'] / added['heap']:.1f}" if "memray" in added else "n/a"
+    row = (f"| decorated loop, 100,000 iterations (600,000 line events) | "
+           + " | ".join(f"{cpu[c] / cpu['plain']:.2f}x" for c in cols)
+           + f" | {added['memory_profiler'] / added['heap']:.0f} | {mem_ratio} |")
+    section = "\n".join([
+        f"#### Latest results: CPython {version}",
+        "",
+        f"- Date: {when}; CPU time (user + sys), median of {repeats} runs per configuration "
+        f"after one warm-up round, in a shuffled order; command `python bench/run.py --mode "
+        f"memory -n {repeats}`" + ("" if memray.available else f"; memray: {memray.reason}"),
+        f"- Machine: {os.cpu_count()} CPUs; {' '.join(interp['version'].split())}",
+        "",
+        head,
+        "|---|" + "---:|" * (len(cols) + 2),
+        row,
+        "",
+        f"Targets (issue 12): at least 20 times less added time than memory_profiler's: "
+        f"{added['memory_profiler'] / added['heap']:.0f} times less; below memray's: "
+        + (f"{mem_ratio} times less." if "memray" in added else "memray did not run."),
+    ])
+    print(section)
+    if args.update_docs:
+        update_doc(section, None, memory_markers(version))
     return 0

@@ -67,9 +67,10 @@ periods they stand for; py-spy: the counts on its raw lines; austin: its
 sample lines).  Output: bench/results/sample-latest.{md,json}; --update-docs
 rewrites the "Stack sampling" results section of docs/performance.md.
 
-Line timing (issue 12): python bench/run.py --mode lines [-n N] compares strata
-python -l with kernprof -l (line_profiler) and the floor of line events with one
-clock read each, on a loop-heavy function (bench/lines_bench.py says how).
+Line timing and memory (issue 12): python bench/run.py --mode lines [-n N] compares
+strata python -l with kernprof -l (line_profiler) and the floor of line events with
+one clock read each, on a loop-heavy function; --mode memory strata python --memory
+with python -m memory_profiler and memray (bench/lines_bench.py says how).
 
 MPI and OpenMP modes (issue 14): python bench/run.py --mode mpi [-n N] measures
 what strata run's MPI wrappers cost a call (bench/native_mpi.py says how), --mode
@@ -282,24 +283,24 @@ def make_bench_venv(tool, info):
     return py
 
 
-def setup_bench_venv(tool, info):
-    """Makes .venv-bench and installs yappi into it; yappi runs use the measured
-    interpreter with .venv-bench's site-packages on PYTHONPATH, so every configuration
-    runs the very same executable and site setup."""
+def setup_bench_venv(tool, info, module="yappi", requirement=YAPPI_REQUIREMENT):
+    """Makes .venv-bench and installs a peer (yappi; memray for --mode memory) into it;
+    its runs use the measured interpreter with .venv-bench's site-packages on
+    PYTHONPATH, so every configuration runs the very same executable and site setup."""
     py = make_bench_venv(tool, info)
     if py is None:
         return
-    check = "import yappi, sysconfig; print(sysconfig.get_paths()['purelib'])"
+    check = f"import {module}, sysconfig; print(sysconfig.get_paths()['purelib'])"
     rc, out = run_capture([py, "-c", check], env=clean_env())
     if rc != 0:
-        log(f"bench: installing {YAPPI_REQUIREMENT} into {BENCH_VENV}")
+        log(f"bench: installing {requirement} into {BENCH_VENV}")
         rc, out = run_capture([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               YAPPI_REQUIREMENT], env=clean_env())
+                               requirement], env=clean_env())
         if rc != 0:
-            return tool.disable(f"pip install {YAPPI_REQUIREMENT} failed: {last_line(out)}")
+            return tool.disable(f"pip install {requirement} failed: {last_line(out)}")
         rc, out = run_capture([py, "-c", check], env=clean_env())
         if rc != 0:
-            return tool.disable(f"yappi does not import after installing: {last_line(out)}")
+            return tool.disable(f"{module} does not import after installing: {last_line(out)}")
     tool.env["PYTHONPATH"] = out.strip().splitlines()[-1]
 
 
@@ -1129,7 +1130,7 @@ def main(argv=None):
                     help="also run another build's strata command (in its own venv), e.g. "
                          "the previous commit's, and compare strata's added time with it")
     ap.add_argument("--mode", choices=["overhead", "sample", "native", "run", "mpi", "omp",
-                                       "lines"],
+                                       "lines", "memory"],
                     default="overhead",
                     help="overhead (default): the deterministic profilers; sample: stack "
                          "samplers (floor, strata --sample, py-spy, austin) at --rates; "
@@ -1176,6 +1177,9 @@ def main(argv=None):
     if args.mode == "lines":
         import lines_bench  # bench/lines_bench.py: strata python --lines (issue 12)
         return lines_bench.main_lines(args, repeats, strata, python, interp)
+    if args.mode == "memory":
+        import lines_bench  # bench/lines_bench.py: strata python --memory (issue 12)
+        return lines_bench.main_memory(args, repeats, strata, python, interp)
     if args.mode == "native":
         import native  # bench/native.py, which imports this module's helpers
         return native.main_native(args, repeats, rates, strata, python, interp,

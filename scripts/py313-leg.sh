@@ -199,6 +199,8 @@ if [ "$MODE" = bench ] && [ -d "$ROOT$WORK/src/bench/results" ]; then
         cp "$f" "$REPO/bench/results/py313-$(basename "$f")"
     done
     say "results copied to bench/results/py313-*"
+fi
+if [ "$MODE" = bench ]; then
     # --update-docs rewrote a 3.13 section of the copy's docs/performance.md (the
     # overhead, sampling or line-timing one): bring those sections (only) back into
     # the working tree.

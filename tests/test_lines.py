@@ -4,6 +4,7 @@ The text strata prints and writes (line_profile.txt) is what line_profiler itsel
 renders from the .lprof strata writes, byte for byte; the hits of every line are
 kernprof's for the same program; and the program runs as it does without strata."""
 import io
+import os
 import pickle
 import sys
 
@@ -269,3 +270,149 @@ def test_bad_line_timings_in_a_profile(runner, strata_bin):
     rep = runner.run([strata_bin, "report", "r/profile.json"])
     assert rep.returncode == 2 and rep.stderr.startswith("strata: error:"), rep.describe()
     assert len(rep.stderr.splitlines()) == 1 and "Traceback" not in rep.stderr
+
+
+# --------------------------------------------------------------------------- --memory
+
+MEMORY = """
+    @profile
+    def my_func():
+        a = [1] * (10 ** 6)
+        b = [2] * (2 * 10 ** 7)
+        del b
+        return a
+
+    @profile
+    def grow(n):
+        out = []
+        for i in range(n):
+            out.append(b"x" * (10 * 2 ** 20))
+        del out[0]
+        return len(out)
+
+    @profile
+    def unused():
+        return 0
+
+    if __name__ == "__main__":
+        my_func()
+        grow(5)
+        print("done")
+"""
+
+
+def memory_rows(text):
+    """{(file, line): (mem MiB, increment MiB, occurrences)} of memory_profiler's text."""
+    import re
+    rows, file = {}, None
+    for ln in text.splitlines():
+        if ln.startswith("Filename: "):
+            file = ln[len("Filename: "):]
+        m = re.match(r"^\s*(\d+)\s+(-?[\d.]+) MiB\s+(-?[\d.]+) MiB\s+(\d+)\s", ln)
+        if m:
+            rows[(file, int(m[1]))] = (float(m[2]), float(m[3]), int(m[4]))
+    return rows
+
+
+def memory_profiler_module():
+    try:
+        import memory_profiler  # noqa: F401
+    except ImportError:
+        pytest.skip("memory_profiler is not installed in the test venv (pip install memory_profiler)")
+    return memory_profiler
+
+
+def test_memory_is_memory_profilers_table(runner):
+    """strata python --memory: memory_profiler's table for every @profile function that
+    ran (memory_profile.txt and the terminal), byte for byte what memory_profiler's
+    show_results renders from the same numbers, with the occurrences memory_profiler
+    counts for the same program, and the increments of the bytes the lines allocate."""
+    mp = memory_profiler_module()
+    runner.write("mem.py", MEMORY)
+    res = runner.strata("--memory", "mem.py")
+    assert res.returncode == 0 and res.stdout == "done\n", res.describe()
+    results = runner.results()
+    text = (results / "memory_profile.txt").read_text()
+    assert text in res.stderr
+    assert not (results / "line_profile.txt").exists()  # no -l: no timings shown
+    prof = load_json(results / "profile.json")
+    assert prof["line_memory"] == "heap" and prof["line_time"] is False
+
+    # memory_profiler's own rendering of these numbers
+    class Map:
+        def items(self):
+            for f in prof["line_timings"]:
+                rows = {r[0]: r for r in f["lines"] if r[3]}
+                if not rows:
+                    continue
+                lines = range(f["first_line"], f["first_line"] + len(f["source"]))
+                yield f["file"], ((n, (rows[n][4] / 2 ** 20, rows[n][5] / 2 ** 20, rows[n][3])
+                                   if n in rows else None) for n in lines)
+
+    out = io.StringIO()
+    mp.show_results(type("P", (), {"code_map": Map()})(), stream=out, precision=3)
+    assert text == out.getvalue()
+    assert "unused" not in text  # never ran: memory_profiler leaves it out too
+
+    ours = {(os.path.basename(f), n): v for (f, n), v in memory_rows(text).items()}
+    theirs = runner.run([PYTHON, "-m", "memory_profiler", "mem.py"])
+    assert theirs.returncode == 0, theirs.describe()
+    theirs = {(os.path.basename(f), n): v for (f, n), v in memory_rows(theirs.stdout).items()}
+    assert {k: v[2] for k, v in ours.items()} == {k: v[2] for k, v in theirs.items()}
+    # the bytes: [1] * 10**6 is 7.6 MiB, [2] * 2*10**7 152.6 MiB, given back by del
+    assert 7.5 < ours[("mem.py", 3)][1] < 7.8 and 152 < ours[("mem.py", 4)][1] < 153.5
+    assert -153.5 < ours[("mem.py", 5)][1] < -152
+    # five 10 MiB strings, one given back
+    assert 49 < ours[("mem.py", 12)][1] < 52 and -10.5 < ours[("mem.py", 13)][1] < -9.5
+
+
+def test_memory_rss(runner):
+    """--memory=rss: the resident size, memory_profiler's meaning: the touched 150 MiB
+    shows as the line's increment."""
+    runner.write("mem.py", MEMORY)
+    res = runner.strata("--memory=rss", "mem.py")
+    assert res.returncode == 0, res.describe()
+    prof = load_json(runner.results() / "profile.json")
+    assert prof["line_memory"] == "rss"
+    rows = memory_rows((runner.results() / "memory_profile.txt").read_text())
+    inc = {n: v[1] for (f, n), v in rows.items()}
+    assert 140 < inc[4] < 160 and inc[5] < -100, rows
+
+
+def test_lines_and_memory_together(runner, strata_bin):
+    """-l --memory: both tables from one run, the call tree beside them; a merge of two
+    runs sums the occurrences and keeps the highest memory."""
+    runner.write("mem.py", MEMORY)
+    for out in ("a", "b"):
+        res = runner.strata("-l", "--memory", "-o", out, "mem.py")
+        assert res.returncode == 0, res.describe()
+        assert "Timer unit: 1e-06 s" in res.stderr and "Mem usage" in res.stderr
+        assert (runner.dir / out / "wall_clock.txt").exists()
+    merged = runner.run([strata_bin, "merge", "-o", "m", "a", "b"])
+    assert merged.returncode == 0, merged.describe()
+    one = memory_rows((runner.dir / "a" / "memory_profile.txt").read_text())
+    two = memory_rows((runner.dir / "m" / "memory_profile.txt").read_text())
+    assert {k: 2 * v[2] for k, v in one.items()} == {k: v[2] for k, v in two.items()}
+    assert (runner.dir / "m" / "line_profile.txt").exists()
+
+
+def test_memory_beside_the_programs_tracemalloc(runner):
+    """A program that traces its own allocations (tracemalloc) under --memory sees
+    what it sees without strata: its hooks go on top of strata's, and its numbers
+    are the bytes it asked for."""
+    runner.write("own.py", """
+        import tracemalloc
+
+        def work():
+            return [bytes(1000) for _ in range(1000)]
+
+        tracemalloc.start()
+        keep = work()
+        current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(current > 1000 * 1000, peak >= current, tracemalloc.is_tracing())
+    """)
+    plain = runner.plain("own.py")
+    res = runner.strata("--memory", "own.py")
+    assert plain.returncode == 0 and res.returncode == 0, res.describe()
+    assert res.stdout == plain.stdout == "True True False\n"

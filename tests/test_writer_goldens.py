@@ -50,12 +50,14 @@ TEXT_FILES = [
     "callgraph-3.dot",
     "trace-3.json",
     "line_profile-3.txt",
+    "memory_profile-3.txt",
     "merged/wall_clock.txt",
     "merged/cpu_clock.txt",
     "merged/trip_count.txt",
     "merged/load_balance.txt",
     "merged/profile.json",
     "merged/line_profile.txt",
+    "merged/memory_profile.txt",
 ]
 DECODED = {  # file -> its golden, a text form of it
     "profile-3.prof": "profile-3.prof.txt",
@@ -66,11 +68,12 @@ DECODED = {  # file -> its golden, a text form of it
 }
 # What `strata report` renders from profile-3.json (the timeline and the sampling
 # table are written only at the end of a run).
-REPORT_FORMATS = "text,json,pstats,dot,folded,speedscope,callgrind,html,lines,lprof"
+REPORT_FORMATS = "text,json,pstats,dot,folded,speedscope,callgrind,html,lines,lprof,memory"
 REPORT_FILES = [
     "wall_clock-3.txt", "cpu_clock-3.txt", "trip_count-3.txt", "profile-3.json",
     "profile-3.prof", "callgraph-3.dot", "profile-3.folded", "profile-3.speedscope.json",
     "callgrind.out-3", "report-3.html", "line_profile-3.txt", "profile-3.lprof",
+    "memory_profile-3.txt",
 ]
 
 

@@ -150,7 +150,7 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                              "text,json", "output",
                              "Formats written into the results folder when the program ends "
                              "(strata report renders any of them later from profile.json)",
-                             "text,json,pstats,dot,png,svg,folded,speedscope,callgrind,html,lines,lprof",
+                             "text,json,pstats,dot,png,svg,folded,speedscope,callgrind,html,lines,lprof,memory",
                              NOFLAG, NO_RANGE},
     [ST_S_USE_SAMPLING] = {"use_sampling", "STRATA_USE_SAMPLING", ST_TYPE_BOOL, "OFF", "sampling",
                            "Sample every thread's call stack (Python frames) periodically; "
@@ -198,6 +198,14 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                     NULL, FLAG("-l", "--lines", ST_ARG_OPT_BOOL, "BOOL", 22,
                                "Time the lines of @profile functions (and of -R/-MR ones)"),
                     INT_RANGE(0, 1)},
+    [ST_S_MEMORY] = {"memory", "STRATA_MEMORY", ST_TYPE_CHOICE, "off", "python",
+                     "Memory of every line of the @profile functions (and of those -R/-MR select), "
+                     "memory_profiler's table: heap (the bytes Python holds, from strata's allocator hooks; ON) or "
+                     "rss (the resident size, memory_profiler's meaning)",
+                     "off,heap,rss", LFLAG("--memory", ST_ARG_OPT_BOOL, "MODE", 23,
+                                           "Memory of each line of @profile functions: "
+                                           "--memory (heap) or --memory=rss"),
+                     NO_RANGE},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }
@@ -499,6 +507,17 @@ int st_settings_set(st_settings_t *s, st_setting_id_t id, const char *text, st_s
         break;
     }
     case ST_TYPE_CHOICE: {
+        /* a choice that starts with "off" takes a yes or no too (a flag given alone
+         * says ON): yes is the first choice after off */
+        int64_t b;
+        char first[32];
+        if (!in_choices(d->choices, text) && strncmp(d->choices, "off,", 4) == 0 &&
+            parse_bool(text, &b) == 0) {
+            const char *c = d->choices + 4, *e = strchr(c, ',');
+            size_t n = e ? (size_t)(e - c) : strlen(c);
+            snprintf(first, sizeof first, "%.*s", (int)(n < sizeof first ? n : sizeof first - 1), c);
+            text = b ? first : "off";
+        }
         if (!in_choices(d->choices, text))
             return st_msg_set(msg, ST_EINVAL, "%s: unknown value '%s' (choose from %s)", d->env,
                               text, d->choices);

@@ -58,6 +58,7 @@ typedef enum {
     ST_S_PRINT_SUMMARY,
     ST_S_MPI_GATHER,
     ST_S_LINES,
+    ST_S_MEMORY,
     ST_NSETTINGS
 } st_setting_id_t;
 

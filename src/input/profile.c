@@ -317,30 +317,35 @@ static int read_lines(reader_t *r)
     return more < 0 ? -1 : 0;
 }
 
-/* One function's "lines": [[line, hits, ns], ...] into f's rows (ascending). */
+/* One function's "lines": [[line, hits, ns], ...] or, with memory, [[line, hits,
+ * ns, occurrences, increment, memory], ...] into f's rows (ascending). */
 static int read_lrows(reader_t *r, st_model_lfunc_t *f, size_t *cap)
 {
     if (st_jp_arr_begin(&r->jp) < 0)
         return -1;
     int more;
     while ((more = st_jp_arr_next(&r->jp)) > 0) {
-        uint64_t v[3] = {0, 0, 0};
+        uint64_t v[4] = {0, 0, 0, 0};
+        int64_t signed_v[2] = {0, 0};
         if (st_jp_arr_begin(&r->jp) < 0)
             return -1;
         int i = 0, in;
         while ((in = st_jp_arr_next(&r->jp)) > 0) {
-            if (i == 3)
-                return FAIL(r, "a timed line with more than [line, hits, ns]");
-            if (st_jp_uint(&r->jp, i == 0 ? UINT32_MAX : UINT64_MAX, &v[i]) < 0)
+            if (i == 6)
+                return FAIL(r, "a profiled line with more than 6 numbers");
+            int rc = i < 4 ? st_jp_uint(&r->jp, i == 0 ? UINT32_MAX : UINT64_MAX, &v[i])
+                           : st_jp_int(&r->jp, INT64_MIN, INT64_MAX, &signed_v[i - 4]);
+            if (rc < 0)
                 return -1;
             i++;
         }
         if (in < 0)
             return -1;
-        if (i != 3)
-            return FAIL(r, "a timed line without [line, hits, ns]");
+        if (i != 3 && i != 6)
+            return FAIL(r, "a profiled line without [line, hits, ns] or [line, hits, ns, "
+                           "occurrences, increment, memory]");
         if (f->nrows && v[0] <= f->rows[f->nrows - 1].line)
-            return FAIL(r, "timed lines out of order");
+            return FAIL(r, "profiled lines out of order");
         if (f->nrows == *cap) {
             size_t c = *cap ? 2 * *cap : 16;
             st_model_lrow_t *rows = realloc((void *)f->rows, c * sizeof *rows);
@@ -349,7 +354,8 @@ static int read_lrows(reader_t *r, st_model_lfunc_t *f, size_t *cap)
             f->rows = rows;
             *cap = c;
         }
-        ((st_model_lrow_t *)f->rows)[f->nrows++] = (st_model_lrow_t){(uint32_t)v[0], v[1], v[2]};
+        ((st_model_lrow_t *)f->rows)[f->nrows++] =
+            (st_model_lrow_t){(uint32_t)v[0], v[1], v[2], v[3], signed_v[0], signed_v[1]};
     }
     return more;
 }
@@ -1012,6 +1018,16 @@ static int read_document(reader_t *r)
             rc = read_stacks(r);
         } else if (strcmp(k, "line_timings") == 0) {
             rc = read_line_timings(r);
+        } else if (strcmp(k, "line_time") == 0) {
+            rc = st_jp_bool(&r->jp, &r->p->line_time);
+        } else if (strcmp(k, "line_memory") == 0) {
+            char *kind = NULL;
+            rc = st_jp_peek(&r->jp) == ST_JV_NULL ? st_jp_skip(&r->jp) : read_string_dup(r, &kind);
+            if (rc == 0 && kind && strcmp(kind, "heap") != 0 && strcmp(kind, "rss") != 0)
+                rc = FAIL(r, "line_memory is neither \"heap\" nor \"rss\"");
+            if (rc == 0 && kind)
+                snprintf(r->p->line_memory, sizeof r->p->line_memory, "%s", kind);
+            free(kind);
         } else if (strcmp(k, "functions") == 0) {
             rc = read_functions(r);
         } else if (strcmp(k, "threads") == 0) {

@@ -230,6 +230,9 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
     for (size_t i = 0; i < m->nlfuncs; i++)
         if (st_profile_add_lfunc(out, &m->lfuncs[i]) < 0)
             return ST_ENOMEM;
+    out->line_time |= m->line_time;
+    if (m->line_memory && !out->line_memory[0])
+        snprintf(out->line_memory, sizeof out->line_memory, "%s", m->line_memory);
     if (m->stacks) {
         st_model_stacks_t *o = &out->stacks;
         const st_model_stacks_t *x = m->stacks;

@@ -71,13 +71,18 @@ typedef struct st_model_line {
 size_t st_model_lines_coalesce(st_model_line_t *rows, size_t n,
                                void (*drop)(st_model_line_t *row));
 
-/* Line timings (--lines): line_profiler's numbers for one line of a chosen function,
- * the time from each of its starts to the next line event of its frame (callees'
- * time included, as line_profiler counts it). */
+/* One line of a chosen function (--lines, --memory). line_profiler's numbers: hits,
+ * and the time from each of its starts to the next line event of its frame (callees'
+ * time included, as line_profiler counts it). memory_profiler's: occurrences (a
+ * measure after the line ran), the increments summed and the highest memory seen
+ * (bytes; memory_profiler's quirks kept: an increment is measured from the highest
+ * memory of the line measured before). */
 typedef struct st_model_lrow {
     uint32_t line;
     uint64_t hits;
     uint64_t ns;
+    uint64_t occ;
+    int64_t inc, mem;
 } st_model_lrow_t;
 
 /* A function whose lines were timed: line_profiler's key (file, first line,
@@ -124,9 +129,11 @@ typedef struct {
     const char *gpu_note;       /* why there are no GPU metrics, or NULL */
     /* stack sampling (NULL: none) */
     const st_model_stacks_t *stacks;
-    /* line timings (--lines), in the order the functions were chosen */
+    /* line profiles (--lines, --memory), in the order the functions were chosen */
     const st_model_lfunc_t *lfuncs;
     size_t nlfuncs;
+    int line_time;              /* 1: their rows have times (--lines) */
+    const char *line_memory;    /* "heap" or "rss": their rows have memory; NULL: none */
     /* the timeline (has_trace 0: none) */
     int has_trace;
     uint64_t trace_events, trace_dropped, trace_too_deep, trace_bytes;

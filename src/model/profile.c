@@ -121,6 +121,8 @@ void st_profile_sync(st_profile_t *p)
     m->stacks = p->has_stacks ? &p->stacks : NULL;
     m->lfuncs = p->lfuncs;
     m->nlfuncs = p->nlfuncs;
+    m->line_time = p->line_time;
+    m->line_memory = p->line_memory[0] ? p->line_memory : NULL;
 }
 
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
@@ -221,7 +223,12 @@ static int sum_rows(st_model_lfunc_t *a, const st_model_lrow_t *b, size_t nb)
         } else {
             out[n] = a->rows[i++];
             out[n].hits += b[j].hits;
-            out[n++].ns += b[j++].ns;
+            out[n].ns += b[j].ns;
+            out[n].occ += b[j].occ;
+            out[n].inc += b[j].inc;
+            if (b[j].mem > out[n].mem)
+                out[n].mem = b[j].mem;
+            n++, j++;
         }
     }
     free((void *)a->rows);

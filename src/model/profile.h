@@ -38,6 +38,8 @@ typedef struct {
     char stacks_clock[8];
     st_model_lfunc_t *lfuncs;     /* line timings (rows, texts and source owned) */
     size_t nlfuncs, caplfuncs;
+    int line_time;
+    char line_memory[8];          /* "heap", "rss" or "" */
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;

@@ -315,13 +315,20 @@ static void write_stacks(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_puts(out, "},\n");
 }
 
-/* The line timings (--lines): per function, its lines [line, hits, ns] and the
- * source of its block (null when its file was not found). */
+/* The line profiles (--lines, --memory): what was measured, then per function its
+ * lines [line, hits, ns] (with memory: [line, hits, ns, occurrences, increment,
+ * memory], bytes) and the source of its block (null when its file was not found). */
 static void write_line_timings(st_strbuf_t *out, const st_model_t *m)
 {
     if (!m->nlfuncs)
         return;
-    st_strbuf_puts(out, "  \"line_timings\": [");
+    st_strbuf_printf(out, "  \"line_time\": %s,\n  \"line_memory\": ",
+                     m->line_time ? "true" : "false");
+    if (m->line_memory)
+        st_strbuf_json_string(out, m->line_memory);
+    else
+        st_strbuf_puts(out, "null");
+    st_strbuf_puts(out, ",\n  \"line_timings\": [");
     for (size_t i = 0; i < m->nlfuncs; i++) {
         const st_model_lfunc_t *f = &m->lfuncs[i];
         st_strbuf_puts(out, i ? ",\n    {\"function\": " : "\n    {\"function\": ");
@@ -329,10 +336,15 @@ static void write_line_timings(st_strbuf_t *out, const st_model_t *m)
         st_strbuf_puts(out, ", \"file\": ");
         st_strbuf_json_string(out, f->file);
         st_strbuf_printf(out, ", \"first_line\": %u, \"lines\": [", f->first_line);
-        for (size_t j = 0; j < f->nrows; j++)
-            st_strbuf_printf(out, "%s[%u, %llu, %llu]", j ? ", " : "", f->rows[j].line,
-                             (unsigned long long)f->rows[j].hits,
-                             (unsigned long long)f->rows[j].ns);
+        for (size_t j = 0; j < f->nrows; j++) {
+            const st_model_lrow_t *r = &f->rows[j];
+            st_strbuf_printf(out, "%s[%u, %llu, %llu", j ? ", " : "", r->line,
+                             (unsigned long long)r->hits, (unsigned long long)r->ns);
+            if (m->line_memory)
+                st_strbuf_printf(out, ", %llu, %lld, %lld", (unsigned long long)r->occ,
+                                 (long long)r->inc, (long long)r->mem);
+            st_strbuf_putc(out, ']');
+        }
         st_strbuf_puts(out, "], \"source\": ");
         if (!f->source) {
             st_strbuf_puts(out, "null}");

@@ -59,7 +59,12 @@ static void write_func(st_strbuf_t *out, const st_model_lfunc_t *f)
     for (size_t i = 0; i < f->nrows; i++)
         total += f->rows[i].ns;
     st_strbuf_printf(out, "Total time: %g s\n", (double)total * UNIT);
-    size_t nlines = f->nsource;
+    size_t nlines = f->nsource, first_hit = 0, last_hit = 0;
+    while (first_hit < f->nrows && !f->rows[first_hit].hits)
+        first_hit++;
+    for (size_t i = 0; i < f->nrows; i++)
+        if (f->rows[i].hits)
+            last_hit = i;
     if (f->source) {
         st_strbuf_printf(out, "File: %s\nFunction: %s at line %u\n", f->file, f->function,
                          f->first_line);
@@ -69,14 +74,17 @@ static void write_func(st_strbuf_t *out, const st_model_lfunc_t *f)
                             "that you ran the profiler from?\n"
                             "Continuing without the function's contents.\n");
         nlines = 1;
-        if (f->nrows) {
-            uint32_t lo = f->rows[0].line < f->first_line ? f->rows[0].line : f->first_line;
-            nlines = f->rows[f->nrows - 1].line - lo + 1;
+        if (first_hit < f->nrows) {
+            uint32_t lo = f->rows[first_hit].line;
+            lo = lo < f->first_line ? lo : f->first_line;
+            nlines = f->rows[last_hit].line - lo + 1;
         }
     }
     /* the columns widened by the longest entry, as show_func does */
     size_t wh = W_HITS, wt = W_TIME, wp = W_PERHIT;
     for (size_t i = 0; i < f->nrows; i++) {
+        if (!f->rows[i].hits)
+            continue; /* a line with memory only (--memory): not line_profiler's */
         cells_t c;
         format_cells(&c, &f->rows[i], total);
         wh = wider(wh, c.hits);
@@ -97,7 +105,7 @@ static void write_func(st_strbuf_t *out, const st_model_lfunc_t *f)
         uint32_t line = f->first_line + (uint32_t)i;
         const st_model_lrow_t *r = row_of(f, line, &at);
         cells_t c = {{0}, {0}, {0}, {0}};
-        if (r)
+        if (r && r->hits)
             format_cells(&c, r, total);
         st_strbuf_printf(out, "%*u %*s %*s %*s %*s  %s\n", W_LINE, line, (int)wh, c.hits,
                          (int)wt, c.time, (int)wp, c.perhit, W_PERCENT, c.percent,
@@ -182,9 +190,14 @@ void st_lineprof_pickle_write(st_strbuf_t *out, const st_model_t *m)
         put_text(out, f->function);
         st_strbuf_putc(out, (char)0x87); /* TUPLE3 */
         st_strbuf_putc(out, ']');        /* EMPTY_LIST */
-        if (f->nrows) {
+        size_t timed = 0;
+        for (size_t j = 0; j < f->nrows; j++)
+            timed += f->rows[j].hits != 0;
+        if (timed) {
             st_strbuf_putc(out, '(');
             for (size_t j = 0; j < f->nrows; j++) {
+                if (!f->rows[j].hits)
+                    continue;
                 put_int(out, f->rows[j].line);
                 put_int(out, f->rows[j].hits);
                 put_int(out, f->rows[j].ns);
@@ -197,4 +210,40 @@ void st_lineprof_pickle_write(st_strbuf_t *out, const st_model_t *m)
     put_text(out, "unit");
     put_float(out, UNIT);
     st_strbuf_add(out, "ub.", 3); /* SETITEMS BUILD STOP */
+}
+
+/* ------------------------------------------------------------------------- */
+/* memory_profiler's table                                                    */
+
+void st_memprof_text_write(st_strbuf_t *out, const st_model_t *m)
+{
+    const double mib = 1024.0 * 1024.0;
+    char header[128];
+    int hlen = snprintf(header, sizeof header, "%6s %12s %12s  %10s   %s", "Line #", "Mem usage",
+                        "Increment", "Occurrences", "Line Contents");
+    for (size_t i = 0; i < m->nlfuncs; i++) {
+        const st_model_lfunc_t *f = &m->lfuncs[i];
+        int ran = 0;
+        for (size_t j = 0; j < f->nrows; j++)
+            ran |= f->rows[j].occ != 0;
+        if (!ran || !f->source)
+            continue;
+        st_strbuf_printf(out, "Filename: %s\n\n%s\n", f->file, header);
+        st_strbuf_fill(out, '=', (size_t)hlen);
+        st_strbuf_putc(out, '\n');
+        size_t at = 0;
+        for (size_t k = 0; k < f->nsource; k++) {
+            uint32_t line = f->first_line + (uint32_t)k;
+            const st_model_lrow_t *r = row_of(f, line, &at);
+            char usage[40] = "", inc[40] = "", occ[24] = "";
+            if (r && r->occ) {
+                snprintf(usage, sizeof usage, "%7.3f MiB", (double)r->mem / mib);
+                snprintf(inc, sizeof inc, "%7.3f MiB", (double)r->inc / mib);
+                snprintf(occ, sizeof occ, "%llu", (unsigned long long)r->occ);
+            }
+            st_strbuf_printf(out, "%6u %12s %12s  %10s   %s\n", line, usage, inc, occ,
+                             f->source[k]);
+        }
+        st_strbuf_puts(out, "\n\n");
+    }
 }

@@ -1,4 +1,4 @@
-/* Line timings (--lines) in line_profiler's two forms: its text (what `kernprof -l
+/* Line profiles. Line timings (--lines) in line_profiler's two forms: its text (what `kernprof -l
  * -v` and `python -m line_profiler` print) and its `.lprof` file (the pickle of a
  * line_profiler LineStats that `python -m line_profiler` reads).
  *
@@ -24,5 +24,12 @@ void st_lineprof_text_write(st_strbuf_t *out, const st_model_t *m, size_t limit)
 
 /* Appends the .lprof (a pickle, protocol 2) of m's line timings to out. */
 void st_lineprof_pickle_write(st_strbuf_t *out, const st_model_t *m);
+
+/* Appends memory_profiler's table of m's line memory (`python -m memory_profiler`'s
+ * text: Line #, Mem usage, Increment, Occurrences, Line Contents; MiB with its
+ * default precision, 3 decimals),
+ * the same widths and formats; a function that never ran, or whose source was not
+ * found, is left out as memory_profiler leaves it out. */
+void st_memprof_text_write(st_strbuf_t *out, const st_model_t *m);
 
 #endif

@@ -397,6 +397,14 @@ static int render_lprof(st_strbuf_t *out, const st_model_t *m, const st_output_o
     return 0;
 }
 
+static int render_memory(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                         st_msg_t *msg)
+{
+    (void)o, (void)msg;
+    st_memprof_text_write(out, m);
+    return 0;
+}
+
 static int render_html(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
                        st_msg_t *msg)
 {
@@ -419,6 +427,7 @@ static const st_output_format_t formats[ST_NFORMATS] = {
     [ST_FMT_HTML] = {"html", "report", ".html", render_html, NULL},
     [ST_FMT_LINES] = {"lines", "line_profile", ".txt", render_lines, NULL},
     [ST_FMT_LPROF] = {"lprof", "profile", ".lprof", render_lprof, NULL},
+    [ST_FMT_MEMORY] = {"memory", "memory_profile", ".txt", render_memory, NULL},
 };
 
 const st_output_format_t *st_output_format(st_format_t f) { return &formats[f]; }
@@ -478,16 +487,21 @@ void st_metric_file_base(const char *name, char *out, size_t size)
     snprintf(out, size, "%s%s", clash ? "metric_" : "", safe);
 }
 
+unsigned st_formats_line_profiles(const st_model_t *m, unsigned mask)
+{
+    const unsigned timed = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF, memory = 1u << ST_FMT_MEMORY;
+    int has_time = m->nlfuncs && m->line_time, has_memory = m->nlfuncs && m->line_memory;
+    if (mask & (1u << ST_FMT_TEXT))
+        mask |= (has_time ? timed : 0) | (has_memory ? memory : 0);
+    return mask & ~(has_time ? 0 : timed) & ~(has_memory ? 0 : memory);
+}
+
 static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
 {
     size_t n = 0;
-    /* Line timings go with the text tables, in both of line_profiler's forms; a
-     * profile without them has neither. */
-    const unsigned line_formats = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF;
-    if (m->nlfuncs && (mask & (1u << ST_FMT_TEXT)))
-        mask |= line_formats;
-    if (!m->nlfuncs)
-        mask &= ~line_formats;
+    /* Line profiles go with the text tables: timings in both of line_profiler's
+     * forms, memory in memory_profiler's; a profile without them has none. */
+    mask = st_formats_line_profiles(m, mask);
     for (int f = 0; f < ST_NFORMATS; f++) {
         if (!(mask & (1u << f)))
             continue;

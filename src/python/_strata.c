@@ -13,6 +13,7 @@
 
 #include "python/exits.h"
 #include "python/frames.h"
+#include "python/memory.h"
 #include "session/args.h"
 
 st_py_state_t st_py;
@@ -45,7 +46,12 @@ static int apply_settings(st_msg_t *msg)
     st_py.full_filepath = st_settings_bool(s, ST_S_FULL_FILEPATH);
     st_py.include_internal = st_settings_bool(s, ST_S_INCLUDE_INTERNAL);
     st_py.verbose = (int)st_settings_int(s, ST_S_VERBOSE);
-    st_py.lines = st_settings_bool(s, ST_S_LINES);
+    st_py.line_time = st_settings_bool(s, ST_S_LINES);
+    const char *memory = st_settings_str(s, ST_S_MEMORY);
+    st_py.memory = strcmp(memory, "heap") == 0  ? ST_PYMEM_HEAP
+                   : strcmp(memory, "rss") == 0 ? ST_PYMEM_RSS
+                                                : ST_PYMEM_OFF;
+    st_py.lines = st_py.line_time || st_py.memory;
     st_py.lines_restrict = st_py.lines && (st_py.filter.func_restrict.n || st_py.filter.mod_restrict.n);
     st_py.gen++;
     return 0;
@@ -157,6 +163,8 @@ static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     (void)c;
     if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing && !st_py.lines)
         return 0; /* nothing to record: the hook stays off */
+    if (st_py.memory)
+        st_py.memory = st_pymem_start(st_py.memory);
     if (st_pybackend_start() < 0) /* the Python exception says why */
         return st_msg_set(msg, ST_EINVAL, "the profile hook could not be installed");
     s->timed = 1;
@@ -168,6 +176,7 @@ static void python_stop(st_collector_t *c, st_session_t *s)
     (void)c;
     (void)s;
     st_pybackend_stop();
+    st_pymem_stop();
 }
 
 static void python_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m)
@@ -306,6 +315,7 @@ void st_py_finalize(int flush_streams)
     if (notes) {
         st_pybackend_report(notes);
         st_pylines_report(notes);
+        st_pymem_report(notes);
         fflush(notes);
     }
     st_pyexit_finished();

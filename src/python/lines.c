@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "model/model.h"
+#include "python/memory.h"
 
 /* The most functions whose lines are timed, and lines per function: tables are
  * made once per function, so memory stays bounded whatever -R selects. */
@@ -73,15 +74,21 @@ int st_pylines_choose(codeinfo_t *ci, PyCodeObject *co)
     PyErr_Restore(et, ev, tb);
     st_pyltab_t *tab = calloc(1, sizeof *tab);
     uint64_t *hits = calloc(n, sizeof *hits), *ticks = calloc(n, sizeof *ticks);
-    if (!tab || !hits || !ticks) {
+    uint64_t *occ = st_py.memory ? calloc(n, sizeof *occ) : NULL;
+    int64_t *inc = st_py.memory ? calloc(n, sizeof *inc) : NULL;
+    int64_t *mem = st_py.memory ? calloc(n, sizeof *mem) : NULL;
+    if (!tab || !hits || !ticks || (st_py.memory && (!occ || !inc || !mem))) {
         free(tab);
         free(hits);
         free(ticks);
+        free(occ);
+        free(inc);
+        free(mem);
         lt.lost++;
         return -1;
     }
     *tab = (st_pyltab_t){.code = Py_NewRef((PyObject *)co), .first = first, .n = n,
-                         .hits = hits, .ticks = ticks};
+                         .hits = hits, .ticks = ticks, .occ = occ, .inc = inc, .mem = mem};
     lt.tabs[lt.n++] = tab;
     ci->ltab = tab;
     return 0;
@@ -101,6 +108,43 @@ int st_pylines_grow(st_pythread_t *ts)
 }
 
 void st_pylines_lost(void) { lt.lost++; }
+
+/* ------------------------------------------------------------------------- */
+/* Memory (--memory), as memory_profiler measures it                          */
+
+void st_pylines_mem_call(st_pylframe_t *f)
+{
+    PyFrameObject *frame = PyEval_GetFrame(); /* the frame starting (borrowed) */
+    f->mline = frame ? PyFrame_GetLineNumber(frame) : (int)f->tab->first;
+}
+
+/* memory_profiler's CodeMap.trace: line `line` ran; memory is measured now. Its
+ * increment is counted from the highest memory of `prev` (the line measured before,
+ * looked up in this function) as memory_profiler counts it. */
+static void mem_trace(st_pyltab_t *tab, int line, int prev)
+{
+    if (!tab->occ || line < (int)tab->first || (uint32_t)(line - (int)tab->first) >= tab->n)
+        return;
+    int64_t now = st_pymem_now();
+    uint32_t slot = (uint32_t)(line - (int)tab->first);
+    int64_t before = 0;
+    if (prev > 0 && prev >= (int)tab->first) {
+        uint32_t p = (uint32_t)(prev - (int)tab->first);
+        if (p < tab->n && tab->occ[p])
+            before = tab->mem[p];
+    }
+    tab->inc[slot] += now - before;
+    if (now > tab->mem[slot])
+        tab->mem[slot] = now;
+    tab->occ[slot]++;
+}
+
+void st_pylines_mem_line(st_pythread_t *ts, st_pylframe_t *f, int line)
+{
+    mem_trace(f->tab, f->mline, ts->mprev);
+    ts->mprev = f->mline;
+    f->mline = line;
+}
 
 st_pyltab_t *const *st_pylines_tables(size_t *n)
 {
@@ -177,7 +221,7 @@ static int make_func(st_model_lfunc_t *f, const st_pyltab_t *tab, double ns_per_
     f->first_line = tab->first;
     size_t n = 0;
     for (uint32_t i = 0; i < tab->n; i++)
-        n += tab->hits[i] != 0;
+        n += tab->hits[i] != 0 || (tab->occ && tab->occ[i]);
     st_model_lrow_t *rows = malloc((n ? n : 1) * sizeof *rows);
     if (!f->file || !f->function || !rows) {
         free(rows);
@@ -185,9 +229,11 @@ static int make_func(st_model_lfunc_t *f, const st_pyltab_t *tab, double ns_per_
     }
     n = 0;
     for (uint32_t i = 0; i < tab->n; i++)
-        if (tab->hits[i])
-            rows[n++] = (st_model_lrow_t){tab->first + i, tab->hits[i],
-                                          (uint64_t)((double)tab->ticks[i] * ns_per_tick + 0.5)};
+        if (tab->hits[i] || (tab->occ && tab->occ[i]))
+            rows[n++] = (st_model_lrow_t){
+                tab->first + i, tab->hits[i],
+                (uint64_t)((double)tab->ticks[i] * ns_per_tick + 0.5),
+                tab->occ ? tab->occ[i] : 0, tab->inc ? tab->inc[i] : 0, tab->mem ? tab->mem[i] : 0};
     f->rows = rows;
     f->nrows = n;
     PyObject *block = PyGILState_Check() ? block_of(f->file, tab->first) : NULL;
@@ -229,6 +275,8 @@ void st_pylines_contribute(st_model_t *m, double ns_per_tick)
     }
     m->lfuncs = lt.funcs;
     m->nlfuncs = lt.nfuncs;
+    m->line_time = st_py.line_time;
+    m->line_memory = st_pymem_name();
 }
 
 void st_pylines_report(FILE *err)

@@ -39,6 +39,8 @@ typedef struct st_pyltab {
     uint32_t first, n;       /* slots for lines first .. first + n - 1 */
     int armed;               /* 3.12+: its LINE events are switched on */
     uint64_t *hits, *ticks;
+    uint64_t *occ;           /* --memory: memory_profiler's occurrences, increments and */
+    int64_t *inc, *mem;      /* highest memory (bytes); NULL without --memory */
 } st_pyltab_t;
 
 /* A running call of a chosen function. */
@@ -47,6 +49,8 @@ typedef struct st_pylframe {
     st_pyltab_t *tab;
     int64_t slot;            /* the line it is on, as a slot of tab; -1: none yet */
     uint64_t t;              /* when that line began (clock ticks) */
+    int mline;               /* --memory: the line to measure at the next event (the
+                              * frame's line at its call, then the line running) */
 } st_pylframe_t;
 
 /* lines.c: the slow paths. */
@@ -68,6 +72,10 @@ st_pyltab_t *const *st_pylines_tables(size_t *n);
 /* Gives the model the line timings (made once; names, rows and source blocks read
  * with the GIL held) and says on err what could not be timed. */
 void st_pylines_contribute(st_model_t *m, double ns_per_tick);
+/* --memory: the frame's call (its line then), a line event, its end: memory_profiler's
+ * measure of the line that ran (python/memory.h says what is measured). */
+void st_pylines_mem_call(st_pylframe_t *f);
+void st_pylines_mem_line(st_pythread_t *ts, st_pylframe_t *f, int line);
 void st_pylines_report(FILE *err);
 
 /* A call starts (or a generator resumes): a chosen function's is pushed. */
@@ -88,6 +96,8 @@ static inline void lines_call(st_pythread_t *ts, PyCodeObject *co, const void *k
     f->slot = -1;
     if (ts->ldepth == 1 || !f->tab->armed)
         st_pylines_arm(ts, f->tab);
+    if (__builtin_expect(st_py.memory != 0, 0))
+        st_pylines_mem_call(f);
     f->t = st_clock_ticks();
 }
 
@@ -111,6 +121,8 @@ static inline void lines_line(st_pythread_t *ts, const void *key, int line)
         f->slot = -1;
     }
     f->t = now;
+    if (__builtin_expect(st_py.memory != 0, 0))
+        st_pylines_mem_line(ts, f, line);
 }
 
 /* A call returns, yields or unwinds: a chosen function's is popped, its last line
@@ -122,6 +134,8 @@ static inline void lines_return(st_pythread_t *ts, const void *key)
         return;
     if (f->slot >= 0)
         f->tab->ticks[f->slot] += st_clock_ticks() - f->t;
+    if (__builtin_expect(st_py.memory != 0, 0))
+        st_pylines_mem_line(ts, f, 0);
     if (--ts->ldepth == 0)
         st_pylines_disarm(ts);
 }

@@ -85,7 +85,9 @@ typedef struct {
     /* settings unpacked for the hot path */
     int builtin_mode, trace_c, label_args, label_file, label_line, full_filepath;
     int include_internal, verbose;
-    int lines;                /* --lines: time the lines of chosen functions */
+    int lines;                /* --lines or --memory: follow chosen functions' lines */
+    int line_time;            /* --lines: time them */
+    int memory;               /* --memory: measure them (python/memory.h's mode) */
     int lines_restrict;       /* --lines with -R/-MR: what they select is chosen too */
     int tracing;              /* threads record timelines (the recorder's trace) */
     char internal_dir[PATH_MAX];

@@ -156,6 +156,7 @@ st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid)
     ts->unnamed = 0;
     ts->lstack = NULL;
     ts->ldepth = ts->lcap = 0;
+    ts->mprev = 0;
     ts->skipped_events = 0;
     ts->chained = NULL;
     ts->swallow = NULL;

@@ -37,6 +37,8 @@ typedef struct {
     struct st_pylframe *lstack; /* --lines: the running calls of chosen functions,
                                  * innermost last (python/lines.h) */
     uint32_t ldepth, lcap;
+    int mprev;               /* --memory: the line measured last (memory_profiler's
+                              * prev_lineno) */
 } st_pythread_t;
 
 extern PyTypeObject st_pythread_type;

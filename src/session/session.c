@@ -475,6 +475,11 @@ static void render_lineprof(st_strbuf_t *out, const st_model_t *m, int arg)
     (void)arg;
     st_lineprof_text_write(out, m, 0);
 }
+static void render_memprof(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_memprof_text_write(out, m);
+}
 /* arg: the component, and the precision times 256 */
 static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
 {
@@ -650,24 +655,24 @@ static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, c
                 (unsigned long long)st->rated, st->rated == 1 ? "" : "s");
 }
 
-/* The line timings on the terminal (their file's copy), as kernprof -l -v prints
- * them, or where they are when they are too long for one. */
+/* A line profile on the terminal (its file's copy), as kernprof -l -v and python -m
+ * memory_profiler print theirs, or where it is when it is too long for one. */
 static void print_lineprof(FILE *f, const st_session_t *s, const st_model_t *m, const char *name,
-                           int in_file, int first)
+                           int in_file, int first, render_fn render)
 {
-    size_t bytes = table_size(s->outdir, name, in_file, render_lineprof, m, 0);
+    size_t bytes = table_size(s->outdir, name, in_file, render, m, 0);
     if (!first)
         fputc('\n', f);
     if (bytes <= ST_SUMMARY_TABLE_BYTES) {
         if (in_file)
-            copy_file(f, s->outdir, name, render_lineprof, m, 0);
+            copy_file(f, s->outdir, name, render, m, 0);
         else
-            render_to(f, render_lineprof, m, 0);
+            render_to(f, render, m, 0);
         return;
     }
     char shown[PATH_MAX];
-    fprintf(f, "[strata] the line timings (%.1f MB) are too long for the terminal: %s%s%s%s\n",
-            (double)bytes / 1e6, in_file ? "they are in " : "`strata report --format lines` prints them",
+    fprintf(f, "[strata] the line profile (%.1f MB) is too long for the terminal: %s%s%s%s\n",
+            (double)bytes / 1e6, in_file ? "it is in " : "`strata report --format lines|memory` prints it",
             in_file ? st_text_printable(shown, sizeof shown, s->outdir_shown) : "",
             in_file ? "/" : "", in_file ? name : "");
 }
@@ -857,18 +862,21 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     st_output_opts_init(&ro);
     ro.precision = precision;
     ro.title = st_output_title(&m, *s->target ? s->target : NULL);
-    const unsigned line_formats = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF;
+    const unsigned line_formats = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF | 1u << ST_FMT_MEMORY;
     for (int f = 0; f < ST_NFORMATS; f++)
         if (f != ST_FMT_TEXT && f != ST_FMT_JSON && !(line_formats & (1u << f)) &&
             (formats & (1u << f)))
             failed(&fail, st_formats_write_dir(&m, 1u << f, s->outdir, &ro, NULL, NULL, &one),
                    &one);
-    /* Line timings (--lines), whatever the formats: line_profiler's text and .lprof. */
-    char lineprof_name[64];
+    /* Line profiles (--lines, --memory), whatever the formats: line_profiler's text
+     * and .lprof, memory_profiler's text. */
+    char lineprof_name[64], memprof_name[64];
     int lineprof_ok = 0;
     st_format_file_name(ST_FMT_LINES, s->has_rank, s->rank, lineprof_name, sizeof lineprof_name);
-    if (m.nlfuncs) {
-        rc = st_formats_write_dir(&m, line_formats, s->outdir, &ro, NULL, NULL, &one);
+    st_format_file_name(ST_FMT_MEMORY, s->has_rank, s->rank, memprof_name, sizeof memprof_name);
+    unsigned line_mask = st_formats_line_profiles(&m, 1u << ST_FMT_TEXT) & line_formats;
+    if (line_mask) {
+        rc = st_formats_write_dir(&m, line_mask, s->outdir, &ro, NULL, NULL, &one);
         lineprof_ok = rc == 0;
         failed(&fail, rc, &one);
     }
@@ -924,8 +932,11 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         }
         if (samples)
             print_samples(tables, s, &m, samples_name, samples_ok, first);
-        if (m.nlfuncs)
-            print_lineprof(tables, s, &m, lineprof_name, lineprof_ok, first && !samples);
+        if (line_mask & (1u << ST_FMT_LINES))
+            print_lineprof(tables, s, &m, lineprof_name, lineprof_ok, first && !samples,
+                           render_lineprof);
+        if (line_mask & (1u << ST_FMT_MEMORY))
+            print_lineprof(tables, s, &m, memprof_name, lineprof_ok, 0, render_memprof);
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));

@@ -188,20 +188,28 @@ static const char *const solve_source[] = {
 static const char *const big_source[] = {"    def big(self):", "        for i in self.items:",
                                          "            self.step(i)", ""};
 
+#define MIB 1048576
 static void build_lines(st_fixture_t *f, uint64_t scale)
 {
-    static const st_model_lrow_t rows[3][4] = {
-        {{12, 1, 1500}, {13, 1001, 2500000}, {14, 1000, 987654321}, {15, 1, 120}},
-        {{4, 12345678901ull, 5000000000ull}, {5, 3, 98765432109876543ull}},
-        {{22, 2, 400}, {25, 1, 100}},
+    /* memory (heap): 40 MiB at the call, 50 MiB more made on line 14 over its runs,
+     * 5 MiB given back on line 15; a line with memory but no hits (the def line,
+     * measured at the call, as memory_profiler measures it) */
+    static const st_model_lrow_t rows[3][5] = {
+        {{10, 0, 0, 1, 40 * MIB, 40 * MIB},
+         {12, 1, 1500, 1, 0, 40 * MIB},
+         {13, 1001, 2500000, 1001, 0, 40 * MIB},
+         {14, 1000, 987654321, 1000, 50 * MIB, 90 * MIB},
+         {15, 1, 120, 1, -5 * MIB, 85 * MIB}},
+        {{4, 12345678901ull, 5000000000ull, 0, 0, 0}, {5, 3, 98765432109876543ull, 0, 0, 0}},
+        {{22, 2, 400, 2, MIB / 2, 3 * MIB}, {25, 1, 100, 1, 0, 3 * MIB}},
     };
-    static const size_t nrows[3] = {4, 2, 2};
+    static const size_t nrows[3] = {5, 2, 2};
     for (int i = 0; i < 3; i++)
         for (size_t j = 0; j < nrows[i]; j++) {
             f->lrows[i][j] = rows[i][j];
             f->lrows[i][j].ns *= scale;
         }
-    f->lfuncs[0] = (st_model_lfunc_t){"solve", "/src/app.py", 10, f->lrows[0], 4, solve_source,
+    f->lfuncs[0] = (st_model_lfunc_t){"solve", "/src/app.py", 10, f->lrows[0], 5, solve_source,
                                       sizeof solve_source / sizeof *solve_source};
     f->lfuncs[1] = (st_model_lfunc_t){"Grid.big", "/src/grid.py", 3, f->lrows[1], 2, big_source,
                                       sizeof big_source / sizeof *big_source};
@@ -274,6 +282,8 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .gpu_note = "no NVIDIA driver (libnvidia-ml.so.1 not found): GPU metrics skipped",
         .lfuncs = f->lfuncs,
         .nlfuncs = 3,
+        .line_time = 1,
+        .line_memory = "heap",
     };
     f->timeline = (st_timeline_t){
         .labels = &f->labels,

@@ -61,7 +61,7 @@ typedef struct {
     double samples[ST_FIXTURE_METRICS][ST_FIXTURE_SAMPLES];
     st_timeline_thread_t tl_threads[ST_FIXTURE_THREADS];
     st_timeline_counter_t counters[ST_FIXTURE_METRICS];
-    st_model_lrow_t lrows[3][4];   /* line timings (scaled) */
+    st_model_lrow_t lrows[3][5];   /* line timings (scaled) */
     st_model_lfunc_t lfuncs[3];
     st_model_t model;        /* what the profile writers read */
     st_timeline_t timeline;  /* what the timeline writers read */

@@ -643,8 +643,8 @@ static void test_lfunc_merge(void)
 {
     st_profile_t p;
     CHECK(st_profile_init(&p) == 0);
-    const st_model_lrow_t a[] = {{1, 2, 10}, {5, 1, 7}};
-    const st_model_lrow_t b[] = {{3, 4, 1}, {5, 2, 3}, {7, 1, 1}};
+    const st_model_lrow_t a[] = {{1, 2, 10, 2, 100, 900}, {5, 1, 7, 0, 0, 0}};
+    const st_model_lrow_t b[] = {{3, 4, 1, 0, 0, 0}, {5, 2, 3, 2, -50, 700}, {7, 1, 1, 1, 5, 5}};
     const char *src[] = {"def f():", "    pass"};
     st_model_lfunc_t fa = {"f", "x.py", 1, a, 2, NULL, 0};
     st_model_lfunc_t fb = {"f", "x.py", 1, b, 3, src, 2};
@@ -655,6 +655,9 @@ static void test_lfunc_merge(void)
     const st_model_lfunc_t *f = &p.model.lfuncs[0];
     CHECK(f->nrows == 4 && f->rows[0].line == 1 && f->rows[1].line == 3 && f->rows[2].line == 5 &&
           f->rows[2].hits == 3 && f->rows[2].ns == 10 && f->rows[3].line == 7);
+    /* memory: occurrences and increments add up, the highest memory is kept */
+    CHECK(f->rows[0].occ == 2 && f->rows[0].mem == 900 && f->rows[2].occ == 2 &&
+          f->rows[2].inc == -50 && f->rows[2].mem == 700);
     CHECK(f->nsource == 2 && strcmp(f->source[1], "    pass") == 0);
     st_profile_free(&p);
 }
@@ -687,7 +690,7 @@ static void test_formats(void)
     CHECK(strcmp(names, st_setting_def(ST_S_OUTPUT_FORMATS)->choices) == 0);
     CHECK(st_formats_parse("bogus", &mask, &msg) == ST_EINVAL &&
           strstr(msg.text, "(choose from text, json, pstats, dot, png, svg, folded, speedscope, "
-                           "callgrind, html, lines, lprof)"));
+                           "callgrind, html, lines, lprof, memory)"));
 }
 
 /* The rows of grid_rows() under a title, in one of the grid's modes. */
