@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import PYTHON, load_json, run_cmd
+from conftest import PYTHON, SANITIZED, load_json, run_cmd
 
 PROGRAM = """
     import sys, threading
@@ -368,7 +368,8 @@ def test_memory_is_memory_profilers_table(runner):
 
 def test_memory_rss(runner):
     """--memory=rss: the resident size, memory_profiler's meaning: the touched 150 MiB
-    shows as the line's increment."""
+    shows as the line's increment, and its release (glibc gives large blocks back) as
+    the next line's."""
     runner.write("mem.py", MEMORY)
     res = runner.strata("--memory=rss", "mem.py")
     assert res.returncode == 0, res.describe()
@@ -376,7 +377,9 @@ def test_memory_rss(runner):
     assert prof["line_memory"] == "rss"
     rows = memory_rows((runner.results() / "memory_profile.txt").read_text())
     inc = {n: v[1] for (f, n), v in rows.items()}
-    assert 140 < inc[4] < 160 and inc[5] < -100, rows
+    assert 140 < inc[4] < 160, rows
+    if not SANITIZED:  # ASan keeps freed memory in quarantine: the resident size stays
+        assert inc[5] < -100, rows
 
 
 def test_lines_and_memory_together(runner, strata_bin):
