@@ -419,3 +419,79 @@ def test_memory_beside_the_programs_tracemalloc(runner):
     res = runner.strata("--memory", "own.py")
     assert plain.returncode == 0 and res.returncode == 0, res.describe()
     assert res.stdout == plain.stdout == "True True False\n"
+
+
+# --------------------------------------------------------------------------- memory over time
+
+OVER_TIME = """
+    import time
+
+    @profile
+    def build(n):
+        data = []
+        for i in range(n):
+            data.append(b"x" * (1024 * 1024))
+            time.sleep(0.004)
+        return data
+
+    @profile
+    def main():
+        a = build(40)
+        time.sleep(0.05)
+        del a
+        b = build(10)
+        return len(b)
+
+    print(main())
+"""
+
+
+def test_memory_over_time(runner, strata_bin):
+    """--memory also samples the memory every 20 ms: mprofile.dat is what mprof plot
+    reads (memory_profiler's own reader takes it: the samples, each call of a chosen
+    function with its nesting level), memplot.svg draws it, profile.json keeps it and
+    `strata report` renders both again from it."""
+    memory_profiler_module()
+    import mprof
+    import xml.etree.ElementTree as ET
+    runner.write("grow.py", OVER_TIME)
+    res = runner.strata("--memory", "-o", "r", "grow.py")
+    assert res.returncode == 0 and res.stdout == "10\n", res.describe()
+    assert "[strata] memory over time:" in res.stderr and "mprofile.dat" in res.stderr
+    dat = mprof.read_mprofile_file(str(runner.dir / "r" / "mprofile.dat"))
+    assert dat["cmd_line"].startswith("strata python --memory")
+    mem, ts = dat["mem_usage"], dat["timestamp"]
+    assert len(mem) >= 10 and ts == sorted(ts), ts
+    assert max(mem) - mem[0] > 35, mem  # 40 MiB built, then given back
+    funcs = dat["func_timestamp"]
+    assert sorted(funcs) == ["build", "main"] and len(funcs["build"]) == 2
+    (main,) = funcs["main"]
+    assert main[4] == 0 and all(c[4] == 1 for c in funcs["build"])
+    assert ts[0] <= main[0] < main[1] <= ts[-1]
+    assert all(main[0] <= c[0] <= c[1] <= main[1] for c in funcs["build"])
+    svg = ET.parse(runner.dir / "r" / "memplot.svg").getroot()
+    assert len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == 2  # resident, heap
+    prof = load_json(runner.dir / "r" / "profile.json")
+    over = prof["memory_over_time"]
+    assert len(over["t"]) == len(over["resident"]) == len(over["heap"]) == len(mem)
+    rep = runner.run([strata_bin, "report", "--format", "mprof,memplot", "-o", "again",
+                      "r/profile.json"])
+    assert rep.returncode == 0, rep.describe()
+    for name in ("mprofile.dat", "memplot.svg"):
+        assert (runner.dir / "again" / name).read_bytes() == (runner.dir / "r" / name).read_bytes()
+
+
+def test_memory_over_time_without_chosen_functions(runner):
+    """A script with no @profile under --memory: its memory over time alone, as `mprof
+    run` gives it (no line table, no FUNC line)."""
+    runner.write("plain.py", """
+        import time
+        x = [bytes(1 << 20) for _ in range(30)]
+        time.sleep(0.1)
+        print(len(x))
+    """)
+    res = runner.strata("--memory", "-o", "r", "plain.py")
+    assert res.returncode == 0 and res.stdout == "30\n", res.describe()
+    text = (runner.dir / "r" / "mprofile.dat").read_text()
+    assert text.count("\nMEM ") >= 4 and "FUNC" not in text
+    assert not (runner.dir / "r" / "memory_profile.txt").exists()

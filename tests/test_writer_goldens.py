@@ -51,6 +51,8 @@ TEXT_FILES = [
     "trace-3.json",
     "line_profile-3.txt",
     "memory_profile-3.txt",
+    "mprofile-3.dat",
+    "memplot-3.svg",
     "merged/wall_clock.txt",
     "merged/cpu_clock.txt",
     "merged/trip_count.txt",
@@ -58,6 +60,8 @@ TEXT_FILES = [
     "merged/profile.json",
     "merged/line_profile.txt",
     "merged/memory_profile.txt",
+    "merged/mprofile.dat",
+    "merged/memplot.svg",
 ]
 DECODED = {  # file -> its golden, a text form of it
     "profile-3.prof": "profile-3.prof.txt",
@@ -68,12 +72,13 @@ DECODED = {  # file -> its golden, a text form of it
 }
 # What `strata report` renders from profile-3.json (the timeline and the sampling
 # table are written only at the end of a run).
-REPORT_FORMATS = "text,json,pstats,dot,folded,speedscope,callgrind,html,lines,lprof,memory"
+REPORT_FORMATS = ("text,json,pstats,dot,folded,speedscope,callgrind,html,lines,lprof,memory,"
+                  "mprof,memplot")
 REPORT_FILES = [
     "wall_clock-3.txt", "cpu_clock-3.txt", "trip_count-3.txt", "profile-3.json",
     "profile-3.prof", "callgraph-3.dot", "profile-3.folded", "profile-3.speedscope.json",
     "callgrind.out-3", "report-3.html", "line_profile-3.txt", "profile-3.lprof",
-    "memory_profile-3.txt",
+    "memory_profile-3.txt", "mprofile-3.dat", "memplot-3.svg",
 ]
 
 

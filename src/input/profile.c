@@ -430,6 +430,125 @@ static int read_line_timings(reader_t *r)
     return more < 0 ? -1 : 0;
 }
 
+/* A growing array of n values of `size` bytes (memory over time). */
+typedef struct {
+    void *v;
+    size_t n, cap;
+} grow_t;
+
+static void *grow_slot(grow_t *g, size_t size)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 256;
+        void *v = realloc(g->v, cap * size);
+        if (!v)
+            return NULL;
+        g->v = v;
+        g->cap = cap;
+    }
+    return (char *)g->v + size * g->n++;
+}
+
+/* A JSON array of numbers into g: doubles (is_double) or int64s. */
+static int read_numbers(reader_t *r, grow_t *g, int is_double)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_arr_next(&r->jp)) > 0) {
+        void *slot = grow_slot(g, is_double ? sizeof(double) : sizeof(int64_t));
+        if (!slot)
+            return FAIL(r, "out of memory");
+        if ((is_double ? st_jp_double(&r->jp, slot)
+                       : st_jp_int(&r->jp, INT64_MIN, INT64_MAX, slot)) < 0)
+            return -1;
+    }
+    return more;
+}
+
+/* One call: ["f", t0, m0, t1, m1, level]. */
+static int read_memcall(reader_t *r, grow_t *calls)
+{
+    st_model_memcall_t *c = grow_slot(calls, sizeof *c);
+    if (!c)
+        return FAIL(r, "out of memory");
+    memset(c, 0, sizeof *c);
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    int i = 0, in, rc = 0;
+    while (rc == 0 && (in = st_jp_arr_next(&r->jp)) > 0) {
+        int64_t v;
+        uint64_t level;
+        switch (i++) {
+        case 0: rc = read_string_dup(r, (char **)&c->function); break;
+        case 1: rc = st_jp_double(&r->jp, &c->t0); break;
+        case 2: rc = st_jp_int(&r->jp, INT64_MIN, INT64_MAX, &v), c->m0 = v; break;
+        case 3: rc = st_jp_double(&r->jp, &c->t1); break;
+        case 4: rc = st_jp_int(&r->jp, INT64_MIN, INT64_MAX, &v), c->m1 = v; break;
+        case 5: rc = st_jp_uint(&r->jp, UINT32_MAX, &level), c->level = (uint32_t)level; break;
+        default: rc = FAIL(r, "a call of memory_over_time with more than 6 fields");
+        }
+    }
+    if (rc == 0 && in < 0)
+        rc = -1;
+    if (rc == 0 && (i != 6 || !c->function))
+        rc = FAIL(r, "a call of memory_over_time is [function, t0, m0, t1, m1, level]");
+    return rc;
+}
+
+/* "memory_over_time": {"interval_s", "t", "resident", "heap", "calls", "calls_dropped"}. */
+static int read_memtime(reader_t *r)
+{
+    st_model_memtime_t mt = {0};
+    grow_t t = {0}, rss = {0}, heap = {0}, calls = {0};
+    int have_heap = 0, rc = st_jp_obj_begin(&r->jp), in = 0;
+    while (rc == 0 && (in = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        if (strcmp(k, "interval_s") == 0) {
+            rc = st_jp_double(&r->jp, &mt.interval_s);
+        } else if (strcmp(k, "t") == 0 && !t.n) {
+            rc = read_numbers(r, &t, 1);
+        } else if (strcmp(k, "resident") == 0 && !rss.n) {
+            rc = read_numbers(r, &rss, 0);
+        } else if (strcmp(k, "heap") == 0 && !have_heap) {
+            have_heap = st_jp_peek(&r->jp) != ST_JV_NULL;
+            rc = have_heap ? read_numbers(r, &heap, 0) : st_jp_skip(&r->jp);
+        } else if (strcmp(k, "calls") == 0 && !calls.n) {
+            rc = st_jp_arr_begin(&r->jp);
+            int more = 0;
+            while (rc == 0 && (more = st_jp_arr_next(&r->jp)) > 0)
+                rc = read_memcall(r, &calls);
+            if (rc == 0 && more < 0)
+                rc = -1;
+        } else if (strcmp(k, "calls_dropped") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &mt.calls_dropped);
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+    }
+    if (rc == 0 && in < 0)
+        rc = -1;
+    if (rc == 0 && (t.n != rss.n || (have_heap && heap.n != t.n)))
+        rc = FAIL(r, "memory_over_time: t, resident and heap differ in length");
+    if (rc == 0) {
+        mt.n = t.n;
+        mt.t = t.v;
+        mt.rss = rss.v;
+        mt.heap = have_heap ? heap.v : NULL;
+        mt.calls = calls.v;
+        mt.ncalls = calls.n;
+        if (st_profile_set_memtime(r->p, &mt) < 0)
+            rc = FAIL(r, "out of memory");
+    }
+    for (size_t i = 0; i < calls.n; i++)
+        free((char *)((st_model_memcall_t *)calls.v)[i].function);
+    free(t.v);
+    free(rss.v);
+    free(heap.v);
+    free(calls.v);
+    return rc < 0 ? -1 : 0;
+}
+
 /* "stack_sampling": what the stack sampler did. */
 static int read_stacks(reader_t *r)
 {
@@ -1018,6 +1137,8 @@ static int read_document(reader_t *r)
             rc = read_stacks(r);
         } else if (strcmp(k, "line_timings") == 0) {
             rc = read_line_timings(r);
+        } else if (strcmp(k, "memory_over_time") == 0) {
+            rc = read_memtime(r);
         } else if (strcmp(k, "line_time") == 0) {
             rc = st_jp_bool(&r->jp, &r->p->line_time);
         } else if (strcmp(k, "line_memory") == 0) {

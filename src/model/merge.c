@@ -231,6 +231,9 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
         if (st_profile_add_lfunc(out, &m->lfuncs[i]) < 0)
             return ST_ENOMEM;
     out->line_time |= m->line_time;
+    /* memory over time: the first run's (runs and ranks do not share one clock) */
+    if (m->memtime && !out->has_memtime && st_profile_set_memtime(out, m->memtime) < 0)
+        return ST_ENOMEM;
     if (m->line_memory && !out->line_memory[0])
         snprintf(out->line_memory, sizeof out->line_memory, "%s", m->line_memory);
     if (m->stacks) {

@@ -97,6 +97,26 @@ typedef struct st_model_lfunc {
     size_t nsource;
 } st_model_lfunc_t;
 
+/* A call of a chosen function (--memory), for memory over time. */
+typedef struct st_model_memcall {
+    const char *function;
+    double t0, t1;          /* seconds since the run's start (start_ns) */
+    int64_t m0, m1;         /* resident bytes at its start and end */
+    uint32_t level;         /* calls of chosen functions open around it */
+} st_model_memcall_t;
+
+/* Memory over time (--memory): a sample every interval_s (coarser for long runs). */
+typedef struct st_model_memtime {
+    double interval_s;
+    size_t n;
+    const double *t;        /* seconds since the run's start (start_ns) */
+    const int64_t *rss;     /* resident bytes */
+    const int64_t *heap;    /* strata's heap (bytes); NULL when not measured */
+    const st_model_memcall_t *calls;
+    size_t ncalls;
+    uint64_t calls_dropped; /* calls beyond the bound, not kept */
+} st_model_memtime_t;
+
 typedef struct {
     const st_intern_t *labels;
     const st_model_thread_t *threads;
@@ -134,6 +154,7 @@ typedef struct {
     size_t nlfuncs;
     int line_time;              /* 1: their rows have times (--lines) */
     const char *line_memory;    /* "heap" or "rss": their rows have memory; NULL: none */
+    const st_model_memtime_t *memtime; /* memory over time (--memory); NULL: none */
     /* the timeline (has_trace 0: none) */
     int has_trace;
     uint64_t trace_events, trace_dropped, trace_too_deep, trace_bytes;

@@ -41,6 +41,17 @@ void st_profile_lfunc_free(st_model_lfunc_t *f)
     free((void *)f->source);
 }
 
+static void free_memtime(st_model_memtime_t *mt)
+{
+    free((void *)mt->t);
+    free((void *)mt->rss);
+    free((void *)mt->heap);
+    for (size_t i = 0; i < mt->ncalls; i++)
+        free((char *)mt->calls[i].function);
+    free((void *)mt->calls);
+    memset(mt, 0, sizeof *mt);
+}
+
 void st_profile_free(st_profile_t *p)
 {
     for (size_t i = 0; i < p->nthreads; i++) {
@@ -65,6 +76,7 @@ void st_profile_free(st_profile_t *p)
     for (size_t i = 0; i < p->nlfuncs; i++)
         st_profile_lfunc_free(&p->lfuncs[i]);
     free(p->lfuncs);
+    free_memtime(&p->memtime);
     free(p->gpu_note);
     free(p->python_version);
     free(p->clock_name);
@@ -123,6 +135,7 @@ void st_profile_sync(st_profile_t *p)
     m->nlfuncs = p->nlfuncs;
     m->line_time = p->line_time;
     m->line_memory = p->line_memory[0] ? p->line_memory : NULL;
+    m->memtime = p->has_memtime ? &p->memtime : NULL;
 }
 
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
@@ -270,6 +283,40 @@ int st_profile_add_lfunc(st_profile_t *p, const st_model_lfunc_t *f)
         return rc;
     }
     p->nlfuncs++;
+    st_profile_sync(p);
+    return 0;
+}
+
+static void *dup_array(const void *src, size_t n, size_t size)
+{
+    void *d = malloc(n ? n * size : 1);
+    if (d && n)
+        memcpy(d, src, n * size);
+    return d;
+}
+
+int st_profile_set_memtime(st_profile_t *p, const st_model_memtime_t *mt)
+{
+    st_model_memtime_t c = {.interval_s = mt->interval_s, .n = mt->n,
+                            .calls_dropped = mt->calls_dropped};
+    c.t = dup_array(mt->t, mt->n, sizeof *mt->t);
+    c.rss = dup_array(mt->rss, mt->n, sizeof *mt->rss);
+    c.heap = mt->heap ? dup_array(mt->heap, mt->n, sizeof *mt->heap) : NULL;
+    st_model_memcall_t *calls = calloc(mt->ncalls ? mt->ncalls : 1, sizeof *calls);
+    c.calls = calls;
+    int ok = c.t && c.rss && (!mt->heap || c.heap) && calls;
+    for (size_t i = 0; ok && i < mt->ncalls; i++) {
+        calls[i] = mt->calls[i];
+        ok = (calls[i].function = strdup(mt->calls[i].function)) != NULL;
+        c.ncalls = ok ? i + 1 : i;
+    }
+    if (!ok) {
+        free_memtime(&c);
+        return ST_ENOMEM;
+    }
+    free_memtime(&p->memtime);
+    p->memtime = c;
+    p->has_memtime = 1;
     st_profile_sync(p);
     return 0;
 }

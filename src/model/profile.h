@@ -40,6 +40,9 @@ typedef struct {
     size_t nlfuncs, caplfuncs;
     int line_time;
     char line_memory[8];          /* "heap", "rss" or "" */
+    st_model_memtime_t memtime;   /* memory over time, when has_memtime (arrays and
+                                   * names owned) */
+    int has_memtime;
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;
@@ -74,6 +77,10 @@ int st_profile_add_lfunc(st_profile_t *p, const st_model_lfunc_t *f);
 /* Frees what a function's line timings own (names, rows, source), as the profile
  * does; for a reader's copy before it is added. */
 void st_profile_lfunc_free(st_model_lfunc_t *f);
+
+/* Takes a copy of memory over time (a profile keeps one: a merge, its first
+ * input's). 0 or ST_ENOMEM. */
+int st_profile_set_memtime(st_profile_t *p, const st_model_memtime_t *mt);
 
 /* Points p->model at the profile's current contents (after adding threads). */
 void st_profile_sync(st_profile_t *p);

@@ -361,6 +361,41 @@ static void write_line_timings(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_puts(out, "\n  ],\n");
 }
 
+/* Memory over time (--memory): the samples (seconds since the start, resident and
+ * heap bytes) and the calls of chosen functions. */
+static void write_memtime(st_strbuf_t *out, const st_model_t *m)
+{
+    const st_model_memtime_t *mt = m->memtime;
+    if (!mt)
+        return;
+    st_strbuf_printf(out, "  \"memory_over_time\": {\"interval_s\": %.17g, \"t\": [",
+                     json_number(mt->interval_s));
+    for (size_t i = 0; i < mt->n; i++)
+        st_strbuf_printf(out, "%s%.6f", i ? ", " : "", json_number(mt->t[i]));
+    st_strbuf_puts(out, "],\n    \"resident\": [");
+    for (size_t i = 0; i < mt->n; i++)
+        st_strbuf_printf(out, "%s%lld", i ? ", " : "", (long long)mt->rss[i]);
+    st_strbuf_puts(out, "],\n    \"heap\": ");
+    if (mt->heap) {
+        st_strbuf_putc(out, '[');
+        for (size_t i = 0; i < mt->n; i++)
+            st_strbuf_printf(out, "%s%lld", i ? ", " : "", (long long)mt->heap[i]);
+        st_strbuf_putc(out, ']');
+    } else {
+        st_strbuf_puts(out, "null");
+    }
+    st_strbuf_puts(out, ",\n    \"calls\": [");
+    for (size_t i = 0; i < mt->ncalls; i++) {
+        const st_model_memcall_t *c = &mt->calls[i];
+        st_strbuf_puts(out, i ? ", [" : "[");
+        st_strbuf_json_string(out, c->function);
+        st_strbuf_printf(out, ", %.6f, %lld, %.6f, %lld, %u]", json_number(c->t0),
+                         (long long)c->m0, json_number(c->t1), (long long)c->m1, c->level);
+    }
+    st_strbuf_printf(out, "], \"calls_dropped\": %llu},\n",
+                     (unsigned long long)mt->calls_dropped);
+}
+
 void st_json_write(st_strbuf_t *out, const st_model_t *m)
 {
     st_strbuf_printf(out, "{\n  \"format_version\": %d,\n", ST_PROFILE_FORMAT_VERSION);
@@ -373,6 +408,7 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
     write_sampling(out, m);
     write_stacks(out, m);
     write_line_timings(out, m);
+    write_memtime(out, m);
     write_functions(out, m);
     st_strbuf_puts(out, "  \"threads\": [");
     for (size_t i = 0; i < m->nthreads; i++) {

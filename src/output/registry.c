@@ -21,6 +21,7 @@
 #include "output/html.h"
 #include "output/json.h"
 #include "output/lineprof.h"
+#include "output/memtime.h"
 #include "output/loadbal.h"
 #include "output/mpisum.h"
 #include "output/pstats.h"
@@ -405,6 +406,22 @@ static int render_memory(st_strbuf_t *out, const st_model_t *m, const st_output_
     return 0;
 }
 
+static int render_mprof(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                        st_msg_t *msg)
+{
+    (void)o, (void)msg;
+    st_mprof_write(out, m);
+    return 0;
+}
+
+static int render_memplot(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                          st_msg_t *msg)
+{
+    (void)msg;
+    st_memplot_write(out, m, o->title);
+    return 0;
+}
+
 static int render_html(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
                        st_msg_t *msg)
 {
@@ -428,6 +445,8 @@ static const st_output_format_t formats[ST_NFORMATS] = {
     [ST_FMT_LINES] = {"lines", "line_profile", ".txt", render_lines, NULL},
     [ST_FMT_LPROF] = {"lprof", "profile", ".lprof", render_lprof, NULL},
     [ST_FMT_MEMORY] = {"memory", "memory_profile", ".txt", render_memory, NULL},
+    [ST_FMT_MPROF] = {"mprof", "mprofile", ".dat", render_mprof, NULL},
+    [ST_FMT_MEMPLOT] = {"memplot", "memplot", ".svg", render_memplot, NULL},
 };
 
 const st_output_format_t *st_output_format(st_format_t f) { return &formats[f]; }
@@ -489,11 +508,15 @@ void st_metric_file_base(const char *name, char *out, size_t size)
 
 unsigned st_formats_line_profiles(const st_model_t *m, unsigned mask)
 {
-    const unsigned timed = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF, memory = 1u << ST_FMT_MEMORY;
+    const unsigned timed = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF, memory = 1u << ST_FMT_MEMORY,
+                   over_time = 1u << ST_FMT_MPROF | 1u << ST_FMT_MEMPLOT;
     int has_time = m->nlfuncs && m->line_time, has_memory = m->nlfuncs && m->line_memory;
+    int has_over_time = m->memtime != NULL;
     if (mask & (1u << ST_FMT_TEXT))
-        mask |= (has_time ? timed : 0) | (has_memory ? memory : 0);
-    return mask & ~(has_time ? 0 : timed) & ~(has_memory ? 0 : memory);
+        mask |= (has_time ? timed : 0) | (has_memory ? memory : 0) |
+                (has_over_time ? over_time : 0);
+    return mask & ~(has_time ? 0 : timed) & ~(has_memory ? 0 : memory) &
+           ~(has_over_time ? 0 : over_time);
 }
 
 static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)

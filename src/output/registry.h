@@ -45,6 +45,8 @@ typedef enum {
     ST_FMT_LINES,   /* line timings (--lines): line_profiler's text */
     ST_FMT_LPROF,   /* line timings: line_profiler's .lprof */
     ST_FMT_MEMORY,  /* line memory (--memory): memory_profiler's text */
+    ST_FMT_MPROF,   /* memory over time (--memory): mprof's .dat */
+    ST_FMT_MEMPLOT, /* memory over time: the plot (SVG) */
     ST_NFORMATS
 } st_format_t;
 
@@ -80,8 +82,8 @@ void st_output_opts_init(st_output_opts_t *o);
  * script, as the run's command line gave them; `fallback` if it has none. */
 const char *st_output_title(const st_model_t *m, const char *fallback);
 
-/* mask with the line-profile formats (lines, lprof, memory) a profile has added
- * when it asks for text, and those it has not taken out. */
+/* mask with the line-profile formats (lines, lprof, memory, mprof, memplot) a
+ * profile has added when it asks for text, and those it has not taken out. */
 unsigned st_formats_line_profiles(const st_model_t *m, unsigned mask);
 
 /* The format named `name`, or -1. */

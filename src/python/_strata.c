@@ -163,8 +163,13 @@ static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     (void)c;
     if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing && !st_py.lines)
         return 0; /* nothing to record: the hook stays off */
-    if (st_py.memory)
+    if (st_py.memory) {
         st_py.memory = st_pymem_start(st_py.memory);
+        /* memory over time: every 20 ms, mprof run's 0.1 s five times over */
+        if (st_py.memory && st_pymem_series_start(20000000u) < 0)
+            fprintf(stderr, "strata: warning: memory over time cannot be sampled here (no "
+                            "/proc/self/statm or no thread)\n");
+    }
     if (st_pybackend_start() < 0) /* the Python exception says why */
         return st_msg_set(msg, ST_EINVAL, "the profile hook could not be installed");
     s->timed = 1;
@@ -176,6 +181,7 @@ static void python_stop(st_collector_t *c, st_session_t *s)
     (void)c;
     (void)s;
     st_pybackend_stop();
+    st_pymem_series_stop();
     st_pymem_stop();
 }
 
@@ -263,6 +269,8 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     st_py.session.helper_threads = st_pyexit_install();
     /* the stack sampler's thread: not one of the program's */
     st_py.session.helper_threads += st_settings_bool(&st_py.settings, ST_S_USE_SAMPLING);
+    /* the memory-over-time thread (--memory) */
+    st_py.session.helper_threads += st_py.memory != ST_PYMEM_OFF;
     st_py.tracing = st_py.session.tracing;
     /* Stack sampling alone is the cheap mode: the profile hook stays off unless
      * STRATA_PROFILE was set (file, environment, program) to have both. */

@@ -15,15 +15,29 @@
 #define MAX_LINES 100000
 /* The most source lines kept for one function's block. */
 #define MAX_SOURCE 20000
+/* The most calls of chosen functions kept for memory over time (mprof's FUNC lines). */
+#define MAX_CALLS 100000
+
+typedef struct {
+    uint32_t tab, level;
+    uint64_t t0, t1;
+    int64_t m0, m1;
+} call_t;
 
 static struct {
     st_pyltab_t **tabs;
     size_t n, cap;
     uint64_t too_many;       /* functions chosen beyond MAX_FUNCS */
     uint64_t lost;           /* calls not timed */
+    /* --memory: the calls of chosen functions (memory over time) */
+    call_t *calls;
+    size_t ncalls, capcalls;
+    uint64_t calls_dropped;
     /* what the model points to, made when the results are written */
     st_model_lfunc_t *funcs;
     size_t nfuncs;
+    st_model_memtime_t memtime;
+    int have_memtime;
 } lt;
 
 /* The last line of co (from co_lines()), or first when it has none. */
@@ -89,6 +103,7 @@ int st_pylines_choose(codeinfo_t *ci, PyCodeObject *co)
     }
     *tab = (st_pyltab_t){.code = Py_NewRef((PyObject *)co), .first = first, .n = n,
                          .hits = hits, .ticks = ticks, .occ = occ, .inc = inc, .mem = mem};
+    tab->index = (uint32_t)lt.n;
     lt.tabs[lt.n++] = tab;
     ci->ltab = tab;
     return 0;
@@ -116,6 +131,10 @@ void st_pylines_mem_call(st_pylframe_t *f)
 {
     PyFrameObject *frame = PyEval_GetFrame(); /* the frame starting (borrowed) */
     f->mline = frame ? PyFrame_GetLineNumber(frame) : (int)f->tab->first;
+    if (lt.ncalls < MAX_CALLS) {
+        f->call_ns = st_pymem_clock_ns();
+        f->call_rss = st_pymem_rss();
+    }
 }
 
 /* memory_profiler's CodeMap.trace: line `line` ran; memory is measured now. Its
@@ -144,6 +163,29 @@ void st_pylines_mem_line(st_pythread_t *ts, st_pylframe_t *f, int line)
     mem_trace(f->tab, f->mline, ts->mprev);
     ts->mprev = f->mline;
     f->mline = line;
+}
+
+/* The call's end: its last line measured, and the call kept for memory over time
+ * (mprof's FUNC line: its memory and time at both ends, its level among chosen calls). */
+void st_pylines_mem_return(st_pythread_t *ts, st_pylframe_t *f)
+{
+    st_pylines_mem_line(ts, f, 0);
+    if (lt.ncalls == MAX_CALLS) {
+        lt.calls_dropped++;
+        return;
+    }
+    if (lt.ncalls == lt.capcalls) {
+        size_t cap = lt.capcalls ? 2 * lt.capcalls : 256;
+        call_t *v = realloc(lt.calls, cap * sizeof *v);
+        if (!v) {
+            lt.calls_dropped++;
+            return;
+        }
+        lt.calls = v;
+        lt.capcalls = cap;
+    }
+    lt.calls[lt.ncalls++] = (call_t){f->tab->index, ts->ldepth - 1, f->call_ns,
+                                     st_pymem_clock_ns(), f->call_rss, st_pymem_rss()};
 }
 
 st_pyltab_t *const *st_pylines_tables(size_t *n)
@@ -257,26 +299,68 @@ static int make_func(st_model_lfunc_t *f, const st_pyltab_t *tab, double ns_per_
     return f->nsource == (size_t)len ? 0 : -1;
 }
 
+/* Memory over time for the model (once): the series' samples and the calls, on the
+ * run's clock (seconds since start_ns, real time). 0, or -1 when there is none. */
+static int make_memtime(uint64_t start_ns)
+{
+    if (lt.have_memtime)
+        return 0;
+    const uint64_t *t;
+    const int64_t *rss, *heap;
+    uint64_t interval, mono0, real0;
+    size_t n = st_pymem_series(&t, &rss, &heap, &interval);
+    st_pymem_series_base(&mono0, &real0);
+    if (!n)
+        return -1;
+    double shift = ((double)real0 - (double)start_ns) * 1e-9;
+    double *secs = malloc(n * sizeof *secs);
+    st_model_memcall_t *calls = calloc(lt.ncalls ? lt.ncalls : 1, sizeof *calls);
+    if (!secs || !calls) {
+        free(secs);
+        free(calls);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        secs[i] = shift + ((double)t[i] - (double)mono0) * 1e-9;
+    size_t k = 0;
+    for (size_t i = 0; i < lt.ncalls; i++) {
+        const call_t *c = &lt.calls[i];
+        if (lt.nfuncs != lt.n)
+            break; /* a function could not be named (no memory): names unknown */
+        calls[k++] = (st_model_memcall_t){lt.funcs[c->tab].function,
+                                          shift + ((double)c->t0 - (double)mono0) * 1e-9,
+                                          shift + ((double)c->t1 - (double)mono0) * 1e-9,
+                                          c->m0, c->m1, c->level};
+    }
+    lt.memtime = (st_model_memtime_t){(double)interval * 1e-9, n, secs, rss, heap, calls, k,
+                                      lt.calls_dropped};
+    lt.have_memtime = 1;
+    return 0;
+}
+
 void st_pylines_contribute(st_model_t *m, double ns_per_tick)
 {
-    if (!lt.n)
-        return;
-    if (!lt.funcs) {
+    if (lt.n && !lt.funcs) {
         lt.funcs = calloc(lt.n, sizeof *lt.funcs);
-        if (!lt.funcs)
-            return;
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        for (size_t i = 0; i < lt.n; i++)
-            if (make_func(&lt.funcs[lt.nfuncs], lt.tabs[i], ns_per_tick) == 0)
-                lt.nfuncs++;
-        PyErr_Clear();
-        PyErr_Restore(et, ev, tb);
+        if (lt.funcs) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            for (size_t i = 0; i < lt.n; i++)
+                if (make_func(&lt.funcs[lt.nfuncs], lt.tabs[i], ns_per_tick) == 0)
+                    lt.nfuncs++;
+            PyErr_Clear();
+            PyErr_Restore(et, ev, tb);
+        }
     }
-    m->lfuncs = lt.funcs;
-    m->nlfuncs = lt.nfuncs;
-    m->line_time = st_py.line_time;
-    m->line_memory = st_pymem_name();
+    if (lt.nfuncs) {
+        m->lfuncs = lt.funcs;
+        m->nlfuncs = lt.nfuncs;
+        m->line_time = st_py.line_time;
+        m->line_memory = st_pymem_name();
+    }
+    /* memory over time, with or without chosen functions (mprof run's job) */
+    if (st_py.memory && make_memtime(m->start_ns) == 0)
+        m->memtime = &lt.memtime;
 }
 
 void st_pylines_report(FILE *err)

@@ -36,6 +36,7 @@
 /* A chosen code object's line table. */
 typedef struct st_pyltab {
     PyObject *code;          /* the code object (a reference held) */
+    uint32_t index;          /* its place among the tables (the order chosen) */
     uint32_t first, n;       /* slots for lines first .. first + n - 1 */
     int armed;               /* 3.12+: its LINE events are switched on */
     uint64_t *hits, *ticks;
@@ -51,6 +52,8 @@ typedef struct st_pylframe {
     uint64_t t;              /* when that line began (clock ticks) */
     int mline;               /* --memory: the line to measure at the next event (the
                               * frame's line at its call, then the line running) */
+    uint64_t call_ns;        /* --memory: when the call began, and the resident size */
+    int64_t call_rss;        /* then (memory over time's calls) */
 } st_pylframe_t;
 
 /* lines.c: the slow paths. */
@@ -76,6 +79,7 @@ void st_pylines_contribute(st_model_t *m, double ns_per_tick);
  * measure of the line that ran (python/memory.h says what is measured). */
 void st_pylines_mem_call(st_pylframe_t *f);
 void st_pylines_mem_line(st_pythread_t *ts, st_pylframe_t *f, int line);
+void st_pylines_mem_return(st_pythread_t *ts, st_pylframe_t *f);
 void st_pylines_report(FILE *err);
 
 /* A call starts (or a generator resumes): a chosen function's is pushed. */
@@ -135,7 +139,7 @@ static inline void lines_return(st_pythread_t *ts, const void *key)
     if (f->slot >= 0)
         f->tab->ticks[f->slot] += st_clock_ticks() - f->t;
     if (__builtin_expect(st_py.memory != 0, 0))
-        st_pylines_mem_line(ts, f, 0);
+        st_pylines_mem_return(ts, f);
     if (--ts->ldepth == 0)
         st_pylines_disarm(ts);
 }

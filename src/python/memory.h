@@ -37,4 +37,25 @@ const char *st_pymem_name(void);
 /* Says on err why heap became rss, if it did. */
 void st_pymem_report(FILE *err);
 
+/* The resident size now (bytes; 0 without /proc), whatever the mode. */
+int64_t st_pymem_rss(void);
+/* The monotonic clock (ns) the samples are timed with. */
+uint64_t st_pymem_clock_ns(void);
+
+/* Memory over time: a thread of strata's (all signals blocked) reads the resident
+ * size, and the heap in heap mode, every interval (ns), from st_pymem_start's
+ * start; at most ST_PYMEM_SERIES_MAX samples are kept (beyond, every other one goes
+ * and the interval doubles). series_stop takes a last sample and joins it. 0, or -1
+ * when the thread cannot start (then there is no series). */
+#define ST_PYMEM_SERIES_MAX 100000
+int st_pymem_series_start(uint64_t interval_ns);
+void st_pymem_series_stop(void);
+/* The samples: times (ns, st_pymem_clock_ns) and values (heap NULL in rss mode);
+ * returns how many, with the interval at the end. */
+size_t st_pymem_series(const uint64_t **t, const int64_t **rss, const int64_t **heap,
+                       uint64_t *interval_ns);
+/* The monotonic and real-time clocks (ns) when the series began, which place its
+ * times (and the calls') on the run's clock. */
+void st_pymem_series_base(uint64_t *mono0, uint64_t *real0);
+
 #endif

@@ -677,6 +677,28 @@ static void print_lineprof(FILE *f, const st_session_t *s, const st_model_t *m, 
             in_file ? "/" : "", in_file ? name : "");
 }
 
+/* Memory over time in one line: its samples, its peak, and its files. */
+static void print_memtime(FILE *f, const st_session_t *s, const st_model_memtime_t *mt)
+{
+    size_t peak = 0, hpeak = 0;
+    for (size_t i = 1; i < mt->n; i++) {
+        if (mt->rss[i] > mt->rss[peak])
+            peak = i;
+        if (mt->heap && mt->heap[i] > mt->heap[hpeak])
+            hpeak = i;
+    }
+    char dat[64], svg[64];
+    st_format_file_name(ST_FMT_MPROF, s->has_rank, s->rank, dat, sizeof dat);
+    st_format_file_name(ST_FMT_MEMPLOT, s->has_rank, s->rank, svg, sizeof svg);
+    fprintf(f, "[strata] memory over time: %zu samples every %g ms; peak resident %.1f MiB at "
+               "%.2f s",
+            mt->n, mt->interval_s * 1e3, (double)mt->rss[peak] / 1048576.0, mt->t[peak]);
+    if (mt->heap)
+        fprintf(f, ", peak heap %.1f MiB at %.2f s", (double)mt->heap[hpeak] / 1048576.0,
+                mt->t[hpeak]);
+    fprintf(f, " (%s for mprof plot, %s)\n", dat, svg);
+}
+
 /* What stack sampling lost, and why: always said. */
 static void print_stack_notes(FILE *f, const st_model_stacks_t *st, int fold_failed)
 {
@@ -862,7 +884,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     st_output_opts_init(&ro);
     ro.precision = precision;
     ro.title = st_output_title(&m, *s->target ? s->target : NULL);
-    const unsigned line_formats = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF | 1u << ST_FMT_MEMORY;
+    const unsigned line_formats = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF | 1u << ST_FMT_MEMORY |
+                                  1u << ST_FMT_MPROF | 1u << ST_FMT_MEMPLOT;
     for (int f = 0; f < ST_NFORMATS; f++)
         if (f != ST_FMT_TEXT && f != ST_FMT_JSON && !(line_formats & (1u << f)) &&
             (formats & (1u << f)))
@@ -937,6 +960,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                            render_lineprof);
         if (line_mask & (1u << ST_FMT_MEMORY))
             print_lineprof(tables, s, &m, memprof_name, lineprof_ok, 0, render_memprof);
+        if (m.memtime && m.memtime->n)
+            print_memtime(tables, s, m.memtime);
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));

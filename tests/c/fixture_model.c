@@ -214,6 +214,21 @@ static void build_lines(st_fixture_t *f, uint64_t scale)
     f->lfuncs[1] = (st_model_lfunc_t){"Grid.big", "/src/grid.py", 3, f->lrows[1], 2, big_source,
                                       sizeof big_source / sizeof *big_source};
     f->lfuncs[2] = (st_model_lfunc_t){"lost", "/gone/x.py", 20, f->lrows[2], 2, NULL, 0};
+    /* memory over time: six samples 20 ms apart (times scaled), solve() twice, a
+     * nested call, a label that needs escaping in the plot and a space in mprof's */
+    static const double t[] = {0.0, 0.02, 0.04, 0.06, 0.08, 0.1};
+    static const int64_t rss[] = {10 * MIB, 30 * MIB, 50 * MIB, 52 * MIB, 20 * MIB, 21 * MIB};
+    static const int64_t heap[] = {2 * MIB, 20 * MIB, 41 * MIB, 42 * MIB, 3 * MIB, 3 * MIB};
+    for (int i = 0; i < 6; i++)
+        f->memt[i] = t[i] * (double)scale;
+    f->memcalls[0] = (st_model_memcall_t){"solve", 0.001 * (double)scale, 0.05 * (double)scale,
+                                          10 * MIB, 50 * MIB, 0};
+    f->memcalls[1] = (st_model_memcall_t){"Grid.<big> & co", 0.01 * (double)scale,
+                                          0.03 * (double)scale, 20 * MIB, 40 * MIB, 1};
+    f->memcalls[2] = (st_model_memcall_t){"solve", 0.07 * (double)scale, 0.09 * (double)scale,
+                                          40 * MIB, 20 * MIB, 0};
+    f->memtime = (st_model_memtime_t){0.02 * (double)scale, 6, f->memt, rss, heap, f->memcalls, 3,
+                                      1};
 }
 
 int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
@@ -284,6 +299,7 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .nlfuncs = 3,
         .line_time = 1,
         .line_memory = "heap",
+        .memtime = &f->memtime,
     };
     f->timeline = (st_timeline_t){
         .labels = &f->labels,

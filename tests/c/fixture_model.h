@@ -63,6 +63,9 @@ typedef struct {
     st_timeline_counter_t counters[ST_FIXTURE_METRICS];
     st_model_lrow_t lrows[3][5];   /* line timings (scaled) */
     st_model_lfunc_t lfuncs[3];
+    st_model_memcall_t memcalls[3];
+    double memt[6];
+    st_model_memtime_t memtime;
     st_model_t model;        /* what the profile writers read */
     st_timeline_t timeline;  /* what the timeline writers read */
 } st_fixture_t;
