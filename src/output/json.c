@@ -371,7 +371,7 @@ static void write_memtime(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_printf(out, "  \"memory_over_time\": {\"interval_s\": %.17g, \"t\": [",
                      json_number(mt->interval_s));
     for (size_t i = 0; i < mt->n; i++)
-        st_strbuf_printf(out, "%s%.6f", i ? ", " : "", json_number(mt->t[i]));
+        st_strbuf_printf(out, "%s%.17g", i ? ", " : "", json_number(mt->t[i]));
     st_strbuf_puts(out, "],\n    \"resident\": [");
     for (size_t i = 0; i < mt->n; i++)
         st_strbuf_printf(out, "%s%lld", i ? ", " : "", (long long)mt->rss[i]);
@@ -389,7 +389,7 @@ static void write_memtime(st_strbuf_t *out, const st_model_t *m)
         const st_model_memcall_t *c = &mt->calls[i];
         st_strbuf_puts(out, i ? ", [" : "[");
         st_strbuf_json_string(out, c->function);
-        st_strbuf_printf(out, ", %.6f, %lld, %.6f, %lld, %u]", json_number(c->t0),
+        st_strbuf_printf(out, ", %.17g, %lld, %.17g, %lld, %u]", json_number(c->t0),
                          (long long)c->m0, json_number(c->t1), (long long)c->m1, c->level);
     }
     st_strbuf_printf(out, "], \"calls_dropped\": %llu},\n",
