@@ -271,6 +271,16 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     st_py.session.helper_threads += st_settings_bool(&st_py.settings, ST_S_USE_SAMPLING);
     /* the memory-over-time thread (--memory) */
     st_py.session.helper_threads += st_py.memory != ST_PYMEM_OFF;
+    /* allocation sites (--memory, heap): what each call path allocates, metrics
+     * registered before any thread records */
+    if (st_py.memory == ST_PYMEM_HEAP &&
+        st_rec_add_metric(&st_py.session.rec, "alloc_bytes", "bytes",
+                          "bytes allocated (asked of Python's allocators)", ST_METRIC_BYTES,
+                          &st_py.session.alloc_bytes) == 0 &&
+        st_rec_add_metric(&st_py.session.rec, "allocations", "count",
+                          "allocations made (Python's allocators)", ST_METRIC_COUNT,
+                          &st_py.session.allocs) == 0)
+        st_pymem_sites(&st_py.session.rec, st_py.session.alloc_bytes, st_py.session.allocs);
     st_py.tracing = st_py.session.tracing;
     /* Stack sampling alone is the cheap mode: the profile hook stays off unless
      * STRATA_PROFILE was set (file, environment, program) to have both. */

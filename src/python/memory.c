@@ -1,6 +1,8 @@
 /* Memory for line profiles (see memory.h). */
 #include "python/memory.h"
 
+#include "core/recorder.h"
+
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -27,12 +29,88 @@ static struct {
 
 static inline void heap_add(int64_t n) { atomic_fetch_add_explicit(&mem.heap, n, memory_order_relaxed); }
 
+/* ------------------------------------------------------------------------- */
+/* Allocation sites: what each call path allocates                           */
+
+static struct {
+    st_recorder_t *_Atomic rec;  /* NULL: not attributing */
+    uint32_t bytes, count;       /* the metrics */
+    PyMemAllocatorEx obj, mem;   /* the pymalloc domains' allocators, below the hooks */
+} sites;
+
+/* >0 while a pymalloc-domain hook runs on this thread: the raw allocations it makes
+ * (large objects) are its own, not attributed twice. */
+static __thread int nested __attribute__((tls_model("initial-exec")));
+
+/* n bytes allocated by the calling thread: added to its innermost recorded call. */
+static inline void attribute(size_t n)
+{
+    st_recorder_t *rec = atomic_load_explicit(&sites.rec, memory_order_relaxed);
+    st_rec_thread_t *th = rec ? st_rec_self_sig(rec) : NULL;
+    if (th) {
+        st_rec_add_top(th, sites.bytes, n);
+        st_rec_add_top(th, sites.count, 1);
+    }
+}
+
+#define SITE_HOOKS(dom)                                                                  \
+    static void *dom##_malloc(void *ctx, size_t n)                                       \
+    {                                                                                    \
+        (void)ctx;                                                                       \
+        nested++;                                                                        \
+        void *p = sites.dom.malloc(sites.dom.ctx, n);                                    \
+        nested--;                                                                        \
+        if (p)                                                                           \
+            attribute(n);                                                                \
+        return p;                                                                        \
+    }                                                                                    \
+    static void *dom##_calloc(void *ctx, size_t n, size_t size)                          \
+    {                                                                                    \
+        (void)ctx;                                                                       \
+        nested++;                                                                        \
+        void *p = sites.dom.calloc(sites.dom.ctx, n, size);                              \
+        nested--;                                                                        \
+        if (p)                                                                           \
+            attribute(n * size);                                                         \
+        return p;                                                                        \
+    }                                                                                    \
+    static void *dom##_realloc(void *ctx, void *old, size_t n)                           \
+    {                                                                                    \
+        (void)ctx;                                                                       \
+        nested++;                                                                        \
+        void *p = sites.dom.realloc(sites.dom.ctx, old, n);                              \
+        nested--;                                                                        \
+        if (p)                                                                           \
+            attribute(n);                                                                \
+        return p;                                                                        \
+    }                                                                                    \
+    static void dom##_free(void *ctx, void *p)                                           \
+    {                                                                                    \
+        (void)ctx;                                                                       \
+        nested++;                                                                        \
+        sites.dom.free(sites.dom.ctx, p);                                                \
+        nested--;                                                                        \
+    }
+SITE_HOOKS(obj)
+SITE_HOOKS(mem)
+#undef SITE_HOOKS
+
+void st_pymem_sites(st_recorder_t *rec, uint32_t bytes, uint32_t count)
+{
+    sites.bytes = bytes;
+    sites.count = count;
+    atomic_store(&sites.rec, rec);
+}
+
 static void *raw_malloc(void *ctx, size_t n)
 {
     (void)ctx;
     void *p = mem.raw.malloc(mem.raw.ctx, n);
-    if (p)
+    if (p) {
         heap_add((int64_t)malloc_usable_size(p));
+        if (!nested)
+            attribute(n);
+    }
     return p;
 }
 
@@ -40,8 +118,11 @@ static void *raw_calloc(void *ctx, size_t n, size_t size)
 {
     (void)ctx;
     void *p = mem.raw.calloc(mem.raw.ctx, n, size);
-    if (p)
+    if (p) {
         heap_add((int64_t)malloc_usable_size(p));
+        if (!nested)
+            attribute(n * size);
+    }
     return p;
 }
 
@@ -50,8 +131,11 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
     (void)ctx;
     int64_t old = p ? (int64_t)malloc_usable_size(p) : 0;
     void *q = mem.raw.realloc(mem.raw.ctx, p, n);
-    if (q)
+    if (q) {
         heap_add((int64_t)malloc_usable_size(q) - old);
+        if (!nested)
+            attribute(n);
+    }
     return q;
 }
 
@@ -119,6 +203,14 @@ int st_pymem_start(int mode)
             PyObjectArenaAllocator arena = {NULL, arena_alloc, arena_free};
             PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &raw);
             PyObject_SetArenaAllocator(&arena);
+            if (atomic_load(&sites.rec)) {
+                PyMem_GetAllocator(PYMEM_DOMAIN_OBJ, &sites.obj);
+                PyMem_GetAllocator(PYMEM_DOMAIN_MEM, &sites.mem);
+                PyMemAllocatorEx obj = {NULL, obj_malloc, obj_calloc, obj_realloc, obj_free};
+                PyMemAllocatorEx pmem = {NULL, mem_malloc, mem_calloc, mem_realloc, mem_free};
+                PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &obj);
+                PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &pmem);
+            }
             mem.hooked = 1;
         }
     }
@@ -133,14 +225,21 @@ int st_pymem_start(int mode)
  * to the allocator below, counting for nobody. */
 void st_pymem_stop(void)
 {
+    atomic_store(&sites.rec, NULL); /* the profile is being written: no more adds */
     if (!mem.hooked)
         return;
-    PyMemAllocatorEx raw;
+    PyMemAllocatorEx raw, obj, pmem;
     PyObjectArenaAllocator arena;
     PyMem_GetAllocator(PYMEM_DOMAIN_RAW, &raw);
+    PyMem_GetAllocator(PYMEM_DOMAIN_OBJ, &obj);
+    PyMem_GetAllocator(PYMEM_DOMAIN_MEM, &pmem);
     PyObject_GetArenaAllocator(&arena);
     if (raw.malloc == raw_malloc)
         PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &mem.raw);
+    if (obj.malloc == obj_malloc)
+        PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &sites.obj);
+    if (pmem.malloc == mem_malloc)
+        PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &sites.mem);
     if (arena.alloc == arena_alloc)
         PyObject_SetArenaAllocator(&mem.arena);
     mem.hooked = 0;

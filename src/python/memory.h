@@ -14,7 +14,10 @@
  * Where the raw domain is not malloc (PYTHONMALLOC=debug, -X dev: debug hooks put
  * headers around blocks) malloc_usable_size would misread its blocks: heap falls
  * back to rss, and strata says so. C libraries that call malloc themselves (numpy's
- * array data) are not in heap: rss sees them. */
+ * array data) are not in heap: rss sees them.
+ *
+ * The hooks are the program's allocator's from the start to the end of profiling; a
+ * program that puts its own above them (tracemalloc) keeps them at the end. */
 #ifndef STRATA_PYTHON_MEMORY_H
 #define STRATA_PYTHON_MEMORY_H
 
@@ -22,6 +25,14 @@
 #include <stdio.h>
 
 enum { ST_PYMEM_OFF, ST_PYMEM_HEAP, ST_PYMEM_RSS };
+
+struct st_recorder;
+/* Allocation sites (heap mode): before st_pymem_start, the recorder and the two
+ * metrics (bytes, allocations) to which each allocation a recorded thread makes is
+ * added, on its innermost recorded call: pymalloc's domains (object and mem) by the
+ * size asked for, the raw domain's own callers too (not pymalloc passing large
+ * objects on: counted once). Frees are not attributed. */
+void st_pymem_sites(struct st_recorder *rec, uint32_t bytes, uint32_t count);
 
 /* Starts measuring (mode: ST_PYMEM_HEAP or ST_PYMEM_RSS; with the GIL held).
  * Returns the mode in force (heap may become rss), or ST_PYMEM_OFF when nothing can

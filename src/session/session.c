@@ -162,6 +162,7 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
     if (s->tracing)
         st_session_add_collector(s, &st_session_timeline_collector);
     s->mpi_bytes = ST_METRIC_NONE;
+    s->alloc_bytes = s->allocs = ST_METRIC_NONE;
     s->start_ns = st_clock_realtime_ns();
     return 0;
 }
@@ -486,7 +487,9 @@ static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
     st_table_write(out, m, (st_component_t)(arg & 255), arg >> 8);
 }
 /* The metrics with a table of their own besides the components: the counters,
- * then MPI's bytes when MPI calls were wrapped. Returns how many. */
+ * then MPI's bytes when MPI calls were wrapped, then the bytes and counts of the
+ * allocations made (--memory). Returns how many. */
+#define ST_SESSION_MAX_EXTRA (ST_REC_MAX_COUNTERS + 3)
 static uint32_t extra_tables(const st_session_t *s, uint32_t *ids)
 {
     uint32_t n = 0;
@@ -494,6 +497,10 @@ static uint32_t extra_tables(const st_session_t *s, uint32_t *ids)
         ids[n++] = s->hwc.rc.metric[i];
     if (s->mpi_bytes != ST_METRIC_NONE)
         ids[n++] = s->mpi_bytes;
+    if (s->alloc_bytes != ST_METRIC_NONE)
+        ids[n++] = s->alloc_bytes;
+    if (s->allocs != ST_METRIC_NONE)
+        ids[n++] = s->allocs;
     return n;
 }
 
@@ -861,10 +868,10 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     }
     /* a table for each counter (perf:, papi:) and for MPI's bytes: self and total a
      * row */
-    uint32_t extra[ST_REC_MAX_COUNTERS + 1];
+    uint32_t extra[ST_SESSION_MAX_EXTRA];
     uint32_t nextra = extra_tables(s, extra);
-    char extra_names[ST_REC_MAX_COUNTERS + 1][96];
-    int extra_ok[ST_REC_MAX_COUNTERS + 1] = {0};
+    char extra_names[ST_SESSION_MAX_EXTRA][96];
+    int extra_ok[ST_SESSION_MAX_EXTRA] = {0};
     for (uint32_t i = 0; i < nextra && profile && text; i++) {
         char base[64];
         st_metric_file_base(st_metrics_get(&s->rec.metrics, extra[i])->name, base, sizeof base);
