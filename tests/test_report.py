@@ -718,3 +718,33 @@ def test_deep_recursion_at_the_end_of_a_run(env):
     assert peak < 200 << 20, peak
     data = json.loads((env.root / "deeprun" / "profile.json").read_text())
     assert max(n["depth"] for n in data["threads"][0]["nodes"]) >= 30_000
+
+
+@pytest.mark.skipif(not chromium(), reason="headless Chromium is not installed (Debian's "
+                                           "chromium, in the Makefile's TEST_DEBS)")
+def test_html_weighed_by_allocations(env):
+    """A profile with allocation sites (--memory): the page can weigh its flame graph and
+    table by the bytes allocated and by the allocations, and the graph's total is the
+    sum of the profile's own cells, shown in bytes."""
+    (env.root / "alloc.py").write_text(textwrap.dedent("""
+        def make(n):
+            return [bytes(100_000) for _ in range(n)]
+        def main():
+            return len(make(50))
+        main()
+    """))
+    r = env.strata("python", "--memory", "-o", "alloc", "--", "alloc.py")
+    assert r.returncode == 0, r.describe()
+    page = env.root / "alloc.html"
+    report(env, env.root / "alloc", "--format", "html", "-o", page)
+    prof = json.loads((env.root / "alloc" / "profile.json").read_text())
+    want = {name: sum(n["metrics"].get(name, 0) for th in prof["threads"] for n in th["nodes"])
+            for name in ("alloc_bytes", "allocations")}
+    r = run_chromium(env, "--virtual-time-budget=5000", "--dump-dom", page.as_uri() + "#selftest")
+    assert r.returncode == 0, r.stderr[-3000:]
+    body = re.search(r"<body[^>]*>", r.stdout)
+    attrs = dict(re.findall(r'(data-[a-z]+)="([^"]*)"', body.group(0)))
+    assert attrs.get("data-errors") == "", attrs
+    got = {w.split(":")[0]: w.split(":") for w in attrs["data-weigh"].split(";")}
+    assert int(got["alloc_bytes"][1]) == want["alloc_bytes"] and "MiB" in got["alloc_bytes"][2]
+    assert int(got["allocations"][1]) == want["allocations"], got

@@ -63,6 +63,46 @@ static void put_num(st_strbuf_t *out, double v)
         st_strbuf_printf(out, "%.6g", v);
 }
 
+/* The other metrics the graph can be weighed by ("weigh by"): every count, bytes or
+ * samples metric the profile reports (allocations, MPI bytes, event counters,
+ * stack samples), each thread's nodes as [total, self, ...] in node order. */
+static int write_views(st_strbuf_t *out, const st_model_t *m, int timer)
+{
+    st_strbuf_puts(out, ",\"views\":[");
+    int first = 1;
+    for (uint32_t id = 0; m->metrics && id < m->metrics->n; id++) {
+        const st_metric_def_t *d = &m->metrics->defs[id];
+        if ((int)id == timer || d->kind == ST_METRIC_TIMER || d->kind == ST_METRIC_GAUGE ||
+            !st_model_reports(m, id))
+            continue;
+        st_strbuf_puts(out, first ? "{\"name\":" : ",{\"name\":");
+        first = 0;
+        st_html_json_string(out, d->name);
+        st_strbuf_puts(out, ",\"unit\":");
+        st_html_json_string(out, d->kind == ST_METRIC_BYTES ? "bytes" : d->unit);
+        st_strbuf_puts(out, ",\"threads\":[");
+        for (size_t ti = 0; ti < m->nthreads; ti++) {
+            double *incl, *self;
+            if (st_model_values(m, &m->threads[ti], id, &incl, &self) < 0)
+                return ST_ENOMEM;
+            st_strbuf_puts(out, ti ? ",[" : "[");
+            for (uint32_t i = 1; i < m->threads[ti].paths->nnodes; i++) {
+                if (i > 1)
+                    st_strbuf_putc(out, ',');
+                put_num(out, incl[i]);
+                st_strbuf_putc(out, ',');
+                put_num(out, self[i]);
+            }
+            st_strbuf_putc(out, ']');
+            free(incl);
+            free(self);
+        }
+        st_strbuf_puts(out, "]}");
+    }
+    st_strbuf_putc(out, ']');
+    return 0;
+}
+
 static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
 {
     int timer = st_model_timer(m);
@@ -122,8 +162,10 @@ static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
         free(incl);
         free(self);
     }
-    st_strbuf_puts(out, "]}");
-    return 0;
+    st_strbuf_puts(out, "]");
+    int rc = write_views(out, m, timer);
+    st_strbuf_puts(out, "}");
+    return rc;
 }
 
 int st_html_write(st_strbuf_t *out, const st_model_t *m, const char *title)
@@ -152,6 +194,7 @@ int st_html_write(st_strbuf_t *out, const st_model_t *m, const char *title)
     st_strbuf_puts(out, "strata " STRATA_VERSION "</span>"
                         "<label id=\"rankbox\">rank <select id=\"rank\"></select></label>"
                         "<label>thread <select id=\"thread\"></select></label>"
+                        "<label id=\"weighbox\">weigh by <select id=\"weigh\"></select></label>"
                         "<label>search <input id=\"search\" type=\"search\" "
                         "placeholder=\"function name\"></label><span id=\"matches\"></span>"
                         "</header>\n<main>\n<div id=\"crumbs\"></div>\n"

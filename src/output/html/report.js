@@ -12,9 +12,15 @@
   var $ = function (id) { return document.getElementById(id); };
   var unit = D.unit;
   var ROW = 18;
+  var view = -1;  /* -1: the primary unit (time, else calls); else D.views[view] */
 
   function fmt(v) {
-    if (unit === "calls") return Math.round(v).toLocaleString("en-US") + " calls";
+    if (unit === "bytes") {
+      var u = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+      while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+      return (i ? v.toFixed(2) : Math.round(v)) + " " + u[i];
+    }
+    if (unit !== "ns") return Math.round(v).toLocaleString("en-US") + " " + unit;
     var s = v / 1e9;
     if (s >= 1) return s.toFixed(3) + " s";
     if (s >= 1e-3) return (s * 1e3).toFixed(3) + " ms";
@@ -52,14 +58,16 @@
     var t = newTree();
     threads.forEach(function (th) {
       var a = th.nodes, n = a.length / 7, map = new Int32Array(n);
+      /* weighed by another metric: its [total, self] of each node */
+      var w = view >= 0 ? D.views[view].threads[D.threads.indexOf(th)] : null;
       for (var i = 0; i < n; i++) {
         var p = a[7 * i], par = p < 0 ? 0 : map[p];
         var k = addNode(t, par, a[7 * i + 1]);
         map[i] = k;
         var cnt = a[7 * i + 2], mean = a[7 * i + 5], sd = a[7 * i + 6];
-        t.incl[k] += a[7 * i + 3];
-        t.self[k] += a[7 * i + 4];
-        combine(t, k, cnt, mean, sd * sd * cnt);
+        t.incl[k] += w ? w[2 * i] : a[7 * i + 3];
+        t.self[k] += w ? w[2 * i + 1] : a[7 * i + 4];
+        if (w) t.count[k] += cnt; else combine(t, k, cnt, mean, sd * sd * cnt);
       }
     });
     for (var r = 0, tot = 0; r < t.kids[0].length; r++) tot += t.incl[t.kids[0][r]];
@@ -226,7 +234,7 @@
     if (k) {
       rows.push(["self", fmt(tree.self[k]) + " (" + pct(tree.self[k], tree.incl[0]) + ")"]);
       rows.push(["calls", tree.count[k].toLocaleString("en-US")]);
-      if (unit !== "calls") {
+      if (unit === "ns") {
         rows.push(["mean", fmt(tree.mean[k])]);
         rows.push(["stddev", fmt(tree.count[k] ? Math.sqrt(tree.m2[k] / tree.count[k]) : 0)]);
       }
@@ -287,7 +295,7 @@
     while (body.firstChild) body.removeChild(body.firstChild);
     var tr = document.createElement("tr");
     COLS.forEach(function (c) {
-      if (unit === "calls" && (c[0] === "mean" || c[0] === "stddev")) return;
+      if (unit !== "ns" && (c[0] === "mean" || c[0] === "stddev")) return;
       var th = document.createElement("th");
       th.textContent = c[1];
       th.dataset.key = c[0];
@@ -309,7 +317,7 @@
     rowsData.slice(0, 2000).forEach(function (r) {
       var row = document.createElement("tr");
       COLS.forEach(function (c) {
-        if (unit === "calls" && (c[0] === "mean" || c[0] === "stddev")) return;
+        if (unit !== "ns" && (c[0] === "mean" || c[0] === "stddev")) return;
         var td = document.createElement("td");
         if (c[0] === "name") { td.className = "name"; td.textContent = r.name; }
         else if (c[0] === "count") td.textContent = r.count.toLocaleString("en-US");
@@ -424,6 +432,19 @@
     buildTable();
   }
   threadSel.onchange = refresh;
+  /* weigh by: the primary unit, or another metric the profile has */
+  var weighSel = $("weigh");
+  if (D.views && D.views.length) {
+    option(weighSel, "-1", D.unit === "ns" ? "time" : D.unit);
+    D.views.forEach(function (v, i) { option(weighSel, String(i), v.name); });
+    weighSel.onchange = function () {
+      view = Number(weighSel.value);
+      unit = view >= 0 ? D.views[view].unit : D.unit;
+      refresh();
+    };
+  } else {
+    $("weighbox").style.display = "none";
+  }
   rankSel.onchange = function () { fillThreads(); refresh(); };
   $("search").addEventListener("input", function (e) { search = e.target.value.toLowerCase(); draw(); });
   window.addEventListener("resize", function () { draw(); drawBalance(); });
@@ -450,5 +471,15 @@
     document.body.setAttribute("data-rows", String(rowsData.length));
     document.body.setAttribute("data-root", rootName);
     document.body.setAttribute("data-balance", lbLabel >= 0 ? D.labels[lbLabel] + ":" + lbBars : "none");
+    /* weighed by each other metric in turn: its name, the graph's total and the unit
+     * shown for it */
+    var weighs = [];
+    (D.views || []).forEach(function (v, i) {
+      weighSel.value = String(i);
+      weighSel.onchange();
+      weighs.push(v.name + ":" + Math.round(tree.incl[0]) + ":" + fmt(tree.incl[0]));
+    });
+    if (weighs.length) { weighSel.value = "-1"; weighSel.onchange(); }
+    document.body.setAttribute("data-weigh", weighs.join(";"));
   }
 })();
