@@ -544,3 +544,52 @@ def test_allocation_sites(runner):
     assert traced.returncode == 0, traced.describe()
     expected = int(traced.stdout)
     assert abs(made - expected) <= 0.01 * expected, (made, expected)
+
+
+LEAK = """
+    cache = []
+
+    def leak(n):
+        for _ in range(n):
+            cache.append(bytearray(1 << 20))
+
+    def temp(n):
+        t = [bytearray(1 << 20) for _ in range(n)]
+        return len(t)
+
+    def main():
+        temp(60)
+        leak(20)
+        temp(10)
+
+    main()
+    print("ok")
+"""
+
+
+@pytest.mark.parametrize("mode", ["heap", "sample"])
+def test_memory_held_at_peak_and_at_exit(runner, mode):
+    """What each call path holds at the peak of the memory and at the end (leaks),
+    from sampled allocations: temp() holds the 60 MiB of the peak and nothing at the
+    end, leak() the 20 MiB kept to the end and nothing at the peak; peak_bytes.txt
+    and exit_bytes.txt, and a line on the terminal. --memory=sample has no line table
+    (no line events) but the rest."""
+    runner.write("leak.py", LEAK)
+    res = runner.strata(f"--memory={mode}", "-o", "r", "leak.py")
+    assert res.returncode == 0 and res.stdout == "ok\n", res.describe()
+    assert "[strata] memory held (from" in res.stderr
+    prof = load_json(runner.dir / "r" / "profile.json")
+    cells = {}
+    for n in prof["threads"][0]["nodes"]:
+        cells[n["label"].split(" ")[0]] = n["metrics"]
+    mib = 2 ** 20
+    assert 0.6 * 60 * mib < cells["temp"]["peak_bytes"] < 1.4 * 60 * mib, cells
+    assert 0.6 * 20 * mib < cells["leak"]["exit_bytes"] < 1.4 * 20 * mib, cells
+    assert cells["temp"].get("exit_bytes", 0) == 0 and cells["leak"].get("peak_bytes", 0) == 0
+    for name in ("peak_bytes.txt", "exit_bytes.txt", "alloc_bytes.txt", "mprofile.dat"):
+        assert (runner.dir / "r" / name).exists(), name
+    # the bytes each made: exact in heap mode, estimated from the samples in sample mode
+    made = cells["temp"]["alloc_bytes"]
+    assert 0.6 * 70 * mib < made < 1.4 * 70 * mib, made
+    if mode == "heap":
+        assert 70 * mib <= made < 70 * mib + 65536, made

@@ -260,6 +260,18 @@ static inline void st_rec_add_top(st_rec_thread_t *th, uint32_t metric, uint64_t
     *cell = v > ST_COUNT_MAX - *cell ? ST_COUNT_MAX : *cell + v;
 }
 
+/* Adds v to the cell of `metric` of node `node` of th's paths (nothing when either
+ * is out of range): for a collector that attributes values after the fact, when the
+ * thread no longer records (the recorder stopped). */
+static inline void st_rec_add_node(st_rec_thread_t *th, uint32_t metric, uint32_t node,
+                                   uint64_t v)
+{
+    if (node >= th->paths.nnodes || metric >= th->paths.cols.ncols)
+        return;
+    uint64_t *cell = &st_mcols_u64(&th->paths.cols, metric)[node];
+    *cell = v > ST_COUNT_MAX - *cell ? ST_COUNT_MAX : *cell + v;
+}
+
 /* Slow halves of enter: grow the stack. */
 int st_rec_grow_stack(st_rec_thread_t *th);
 

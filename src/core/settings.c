@@ -201,9 +201,11 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                     INT_RANGE(0, 1)},
     [ST_S_MEMORY] = {"memory", "STRATA_MEMORY", ST_TYPE_CHOICE, "off", "python",
                      "Memory of every line of the @profile functions (and of those -R/-MR select), "
-                     "memory_profiler's table: heap (the bytes Python holds, from strata's allocator hooks; ON) or "
-                     "rss (the resident size, memory_profiler's meaning)",
-                     "off,heap,rss", LFLAG("--memory", ST_ARG_OPT_BOOL, "MODE", 23,
+                     "memory_profiler's table, the memory over time and what each call path "
+                     "allocates and holds: heap (the bytes Python holds, from strata's allocator "
+                     "hooks; ON), rss (the resident size, memory_profiler's meaning) or sample "
+                     "(no line table: sampled allocations only, the cheap mode)",
+                     "off,heap,rss,sample", LFLAG("--memory", ST_ARG_OPT_BOOL, "MODE", 23,
                                            "Memory of each line of @profile functions: "
                                            "--memory (heap) or --memory=rss"),
                      NO_RANGE},

@@ -18,6 +18,11 @@
 
 st_py_state_t st_py;
 
+/* The metrics of --memory (heap, sample): bytes and allocations made, bytes held at
+ * the peak and at the end, each call path's; the allocator hooks add to them. */
+static uint32_t mem_metrics[4];
+static st_pymem_holdings_t holdings;
+
 static void warn_cb(const char *text) { fprintf(stderr, "strata: warning: %s\n", text); }
 
 static PyObject *raise_msg(const st_msg_t *msg)
@@ -48,10 +53,13 @@ static int apply_settings(st_msg_t *msg)
     st_py.verbose = (int)st_settings_int(s, ST_S_VERBOSE);
     st_py.line_time = st_settings_bool(s, ST_S_LINES);
     const char *memory = st_settings_str(s, ST_S_MEMORY);
-    st_py.memory = strcmp(memory, "heap") == 0  ? ST_PYMEM_HEAP
-                   : strcmp(memory, "rss") == 0 ? ST_PYMEM_RSS
-                                                : ST_PYMEM_OFF;
-    st_py.lines = st_py.line_time || st_py.memory;
+    st_py.memory = strcmp(memory, "heap") == 0     ? ST_PYMEM_HEAP
+                   : strcmp(memory, "rss") == 0    ? ST_PYMEM_RSS
+                   : strcmp(memory, "sample") == 0 ? ST_PYMEM_SAMPLE
+                                                   : ST_PYMEM_OFF;
+    /* sample: the cheap mode, no line events */
+    st_py.line_memory = st_py.memory == ST_PYMEM_HEAP || st_py.memory == ST_PYMEM_RSS;
+    st_py.lines = st_py.line_time || st_py.line_memory;
     st_py.lines_restrict = st_py.lines && (st_py.filter.func_restrict.n || st_py.filter.mod_restrict.n);
     st_py.gen++;
     return 0;
@@ -165,6 +173,7 @@ static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
         return 0; /* nothing to record: the hook stays off */
     if (st_py.memory) {
         st_py.memory = st_pymem_start(st_py.memory);
+        st_py.line_memory = st_py.line_memory && st_py.memory != ST_PYMEM_OFF;
         /* memory over time: every 20 ms, mprof run's 0.1 s five times over */
         if (st_py.memory && st_pymem_series_start(20000000u) < 0)
             fprintf(stderr, "strata: warning: memory over time cannot be sampled here (no "
@@ -182,6 +191,8 @@ static void python_stop(st_collector_t *c, st_session_t *s)
     (void)s;
     st_pybackend_stop();
     st_pymem_series_stop();
+    if (st_py.session.nmem_metrics)
+        st_pymem_holdings(mem_metrics[2], mem_metrics[3], &holdings);
     st_pymem_stop();
 }
 
@@ -256,6 +267,30 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     Py_RETURN_TRUE;
 }
 
+static void add_memory_metrics(int sampled)
+{
+    static const struct {
+        const char *name, *unit, *desc;
+        st_metric_kind_t kind;
+    } defs[4] = {
+        {"alloc_bytes", "bytes", "bytes allocated (asked of Python's allocators)",
+         ST_METRIC_BYTES},
+        {"allocations", "count", "allocations made (Python's allocators)", ST_METRIC_COUNT},
+        {"peak_bytes", "bytes", "bytes held at the peak of the memory (sampled allocations)",
+         ST_METRIC_BYTES},
+        {"exit_bytes", "bytes", "bytes still held at the end (sampled allocations: leaks)",
+         ST_METRIC_BYTES},
+    };
+    for (int i = 0; i < 4; i++)
+        if (st_rec_add_metric(&st_py.session.rec, defs[i].name, defs[i].unit, defs[i].desc,
+                              defs[i].kind, &mem_metrics[i]) < 0)
+            return;
+    for (int i = 0; i < 4; i++)
+        st_py.session.mem_metrics[st_py.session.nmem_metrics++] = mem_metrics[i];
+    st_pymem_sites(&st_py.session.rec, mem_metrics[0], mem_metrics[1]);
+    st_pymem_sample(sampled);
+}
+
 static PyObject *py_start(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -271,16 +306,11 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     st_py.session.helper_threads += st_settings_bool(&st_py.settings, ST_S_USE_SAMPLING);
     /* the memory-over-time thread (--memory) */
     st_py.session.helper_threads += st_py.memory != ST_PYMEM_OFF;
-    /* allocation sites (--memory, heap): what each call path allocates, metrics
-     * registered before any thread records */
-    if (st_py.memory == ST_PYMEM_HEAP &&
-        st_rec_add_metric(&st_py.session.rec, "alloc_bytes", "bytes",
-                          "bytes allocated (asked of Python's allocators)", ST_METRIC_BYTES,
-                          &st_py.session.alloc_bytes) == 0 &&
-        st_rec_add_metric(&st_py.session.rec, "allocations", "count",
-                          "allocations made (Python's allocators)", ST_METRIC_COUNT,
-                          &st_py.session.allocs) == 0)
-        st_pymem_sites(&st_py.session.rec, st_py.session.alloc_bytes, st_py.session.allocs);
+    /* allocation sites and holdings (--memory heap or sample): what each call path
+     * allocates, and what it holds at the peak and at the end; metrics registered
+     * before any thread records */
+    if (st_py.memory == ST_PYMEM_HEAP || st_py.memory == ST_PYMEM_SAMPLE)
+        add_memory_metrics(st_py.memory == ST_PYMEM_SAMPLE);
     st_py.tracing = st_py.session.tracing;
     /* Stack sampling alone is the cheap mode: the profile hook stays off unless
      * STRATA_PROFILE was set (file, environment, program) to have both. */
@@ -334,6 +364,13 @@ void st_py_finalize(int flush_streams)
         st_pybackend_report(notes);
         st_pylines_report(notes);
         st_pymem_report(notes);
+        if (st_py.session.nmem_metrics && tables)
+            fprintf(tables, "[strata] memory held (from %llu sampled allocations): %.1f MiB at "
+                            "the peak, %.1f MiB at the end; by call path in peak_bytes.txt and "
+                            "exit_bytes.txt%s\n",
+                    (unsigned long long)holdings.samples, (double)holdings.peak_bytes / 1048576.0,
+                    (double)holdings.exit_bytes / 1048576.0,
+                    holdings.lost ? " (some samples lost: no memory)" : "");
         fflush(notes);
     }
     st_pyexit_finished();

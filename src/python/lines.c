@@ -88,10 +88,10 @@ int st_pylines_choose(codeinfo_t *ci, PyCodeObject *co)
     PyErr_Restore(et, ev, tb);
     st_pyltab_t *tab = calloc(1, sizeof *tab);
     uint64_t *hits = calloc(n, sizeof *hits), *ticks = calloc(n, sizeof *ticks);
-    uint64_t *occ = st_py.memory ? calloc(n, sizeof *occ) : NULL;
-    int64_t *inc = st_py.memory ? calloc(n, sizeof *inc) : NULL;
-    int64_t *mem = st_py.memory ? calloc(n, sizeof *mem) : NULL;
-    if (!tab || !hits || !ticks || (st_py.memory && (!occ || !inc || !mem))) {
+    uint64_t *occ = st_py.line_memory ? calloc(n, sizeof *occ) : NULL;
+    int64_t *inc = st_py.line_memory ? calloc(n, sizeof *inc) : NULL;
+    int64_t *mem = st_py.line_memory ? calloc(n, sizeof *mem) : NULL;
+    if (!tab || !hits || !ticks || (st_py.line_memory && (!occ || !inc || !mem))) {
         free(tab);
         free(hits);
         free(ticks);
@@ -356,7 +356,7 @@ void st_pylines_contribute(st_model_t *m, double ns_per_tick)
         m->lfuncs = lt.funcs;
         m->nlfuncs = lt.nfuncs;
         m->line_time = st_py.line_time;
-        m->line_memory = st_pymem_name();
+        m->line_memory = st_py.line_memory ? st_pymem_name() : NULL;
     }
     /* memory over time, with or without chosen functions (mprof run's job) */
     if (st_py.memory && make_memtime(m->start_ns) == 0)

@@ -100,7 +100,7 @@ static inline void lines_call(st_pythread_t *ts, PyCodeObject *co, const void *k
     f->slot = -1;
     if (ts->ldepth == 1 || !f->tab->armed)
         st_pylines_arm(ts, f->tab);
-    if (__builtin_expect(st_py.memory != 0, 0))
+    if (__builtin_expect(st_py.line_memory, 0))
         st_pylines_mem_call(f);
     f->t = st_clock_ticks();
 }
@@ -125,7 +125,7 @@ static inline void lines_line(st_pythread_t *ts, const void *key, int line)
         f->slot = -1;
     }
     f->t = now;
-    if (__builtin_expect(st_py.memory != 0, 0))
+    if (__builtin_expect(st_py.line_memory, 0))
         st_pylines_mem_line(ts, f, line);
 }
 
@@ -138,7 +138,7 @@ static inline void lines_return(st_pythread_t *ts, const void *key)
         return;
     if (f->slot >= 0)
         f->tab->ticks[f->slot] += st_clock_ticks() - f->t;
-    if (__builtin_expect(st_py.memory != 0, 0))
+    if (__builtin_expect(st_py.line_memory, 0))
         st_pylines_mem_return(ts, f);
     if (--ts->ldepth == 0)
         st_pylines_disarm(ts);

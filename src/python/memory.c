@@ -7,6 +7,7 @@
 #include <Python.h>
 
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -53,6 +54,187 @@ static inline void attribute(size_t n)
     }
 }
 
+/* ------------------------------------------------------------------------- */
+/* Sampled allocations: what the memory held at its peak and at the end       */
+
+/* One allocation in SAMPLE_MEAN bytes on average is sampled (each byte with the
+ * same chance: a gap drawn from the exponential distribution); a sample stands for
+ * weight bytes (its size over the chance it had). Live samples are kept in an
+ * open-addressing table keyed by address; a free looks in it only when a bit of a
+ * filter says the address may be there. */
+#define SAMPLE_MEAN (512.0 * 1024.0)
+#define FILTER_BITS (1u << 16)
+#define MAX_LIVE (1u << 20)
+
+typedef struct {
+    uintptr_t ptr;           /* 0: empty slot */
+    st_rec_thread_t *th;     /* the thread and call path that made it (NULL: none) */
+    uint32_t node;
+    uint64_t weight;
+} live_t;
+
+static struct {
+    _Atomic int on;
+    pthread_mutex_t lock;
+    live_t *v;               /* cap slots, a power of two */
+    size_t cap, n;
+    _Atomic uint64_t filter[FILTER_BITS / 64];
+    uint64_t total;          /* bytes the live samples stand for */
+    uint64_t peak_total;     /* ... at the peak */
+    live_t *peak;            /* the live samples at the peak (compacted) */
+    size_t npeak;
+    uint64_t samples, lost;
+    int estimate_sites;      /* sample mode: the sites' bytes and counts from samples */
+} smp = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread int64_t countdown __attribute__((tls_model("initial-exec")));
+static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t hash_ptr(uintptr_t p)
+{
+    uint64_t h = (uint64_t)p * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+/* Bytes to the next sample: exponential with mean SAMPLE_MEAN (at least 1). */
+static int64_t next_gap(void)
+{
+    if (!rng)
+        rng = (uint64_t)(uintptr_t)&rng ^ 0x2545F4914F6CDD1Dull;
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    double u = (double)(rng >> 11) * (1.0 / 9007199254740992.0);
+    return (int64_t)(-log1p(-u) * SAMPLE_MEAN) + 1;
+}
+
+/* Grows the table (lock held); 0 or -1. */
+static int grow_live(void)
+{
+    size_t cap = smp.cap ? 2 * smp.cap : 1024;
+    if (cap > MAX_LIVE)
+        return -1;
+    live_t *v = calloc(cap, sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < smp.cap; i++) {
+        if (!smp.v[i].ptr)
+            continue;
+        size_t j = hash_ptr(smp.v[i].ptr) & (cap - 1);
+        while (v[j].ptr)
+            j = (j + 1) & (cap - 1);
+        v[j] = smp.v[i];
+    }
+    free(smp.v);
+    smp.v = v;
+    smp.cap = cap;
+    return 0;
+}
+
+/* The live samples now are the peak's (lock held): kept compacted. */
+static void keep_peak(void)
+{
+    live_t *peak = realloc(smp.peak, (smp.n ? smp.n : 1) * sizeof *peak);
+    if (!peak)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < smp.cap; i++)
+        if (smp.v[i].ptr)
+            peak[k++] = smp.v[i];
+    smp.peak = peak;
+    smp.npeak = k;
+    smp.peak_total = smp.total;
+}
+
+static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
+{
+    countdown = next_gap();
+    double chance = -expm1(-(double)n / SAMPLE_MEAN);
+    uint64_t weight = (uint64_t)((double)n / (chance > 0 ? chance : 1.0) + 0.5);
+    st_recorder_t *rec = atomic_load_explicit(&sites.rec, memory_order_relaxed);
+    st_rec_thread_t *th = rec ? st_rec_self_sig(rec) : NULL;
+    uint32_t node = th && th->depth ? th->stack[th->depth - 1].node : ST_PATH_NONE;
+    if (th && smp.estimate_sites) {
+        st_rec_add_top(th, sites.bytes, weight);
+        st_rec_add_top(th, sites.count, (uint64_t)((double)weight / (double)(n ? n : 1) + 0.5));
+    }
+    pthread_mutex_lock(&smp.lock);
+    if (2 * (smp.n + 1) > smp.cap && grow_live() < 0) {
+        smp.lost++;
+        pthread_mutex_unlock(&smp.lock);
+        return;
+    }
+    uintptr_t key = (uintptr_t)p;
+    size_t j = hash_ptr(key) & (smp.cap - 1);
+    while (smp.v[j].ptr && smp.v[j].ptr != key)
+        j = (j + 1) & (smp.cap - 1);
+    if (smp.v[j].ptr != key)
+        smp.n++;
+    else
+        smp.total -= smp.v[j].weight; /* an address reused without our seeing its free */
+    smp.v[j] = (live_t){key, th, node, weight};
+    uint64_t bit = hash_ptr(key) % FILTER_BITS;
+    atomic_fetch_or_explicit(&smp.filter[bit / 64], 1ull << (bit % 64), memory_order_relaxed);
+    smp.total += weight;
+    smp.samples++;
+    /* a new peak, 5 % (and 1 MiB) above the last one kept: keep this one */
+    if (smp.total > smp.peak_total + smp.peak_total / 20 + (1u << 20))
+        keep_peak();
+    pthread_mutex_unlock(&smp.lock);
+}
+
+/* p of n bytes was allocated by the calling thread. */
+static inline void on_alloc(void *p, size_t n)
+{
+    if (!smp.estimate_sites)
+        attribute(n);
+    if (!atomic_load_explicit(&smp.on, memory_order_relaxed))
+        return;
+    if (!countdown)
+        countdown = next_gap();
+    countdown -= (int64_t)n;
+    if (__builtin_expect(countdown <= 0, 0))
+        sample_alloc(p, n);
+}
+
+static __attribute__((noinline)) void drop_sample(uintptr_t key)
+{
+    pthread_mutex_lock(&smp.lock);
+    if (smp.cap) {
+        size_t j = hash_ptr(key) & (smp.cap - 1);
+        while (smp.v[j].ptr && smp.v[j].ptr != key)
+            j = (j + 1) & (smp.cap - 1);
+        if (smp.v[j].ptr == key) {
+            smp.total -= smp.v[j].weight;
+            smp.n--;
+            /* backward-shift deletion: no tombstones */
+            size_t hole = j, k = j;
+            for (;;) {
+                k = (k + 1) & (smp.cap - 1);
+                if (!smp.v[k].ptr)
+                    break;
+                size_t home = hash_ptr(smp.v[k].ptr) & (smp.cap - 1);
+                if (((k - home) & (smp.cap - 1)) >= ((k - hole) & (smp.cap - 1))) {
+                    smp.v[hole] = smp.v[k];
+                    hole = k;
+                }
+            }
+            smp.v[hole].ptr = 0;
+        }
+    }
+    pthread_mutex_unlock(&smp.lock);
+}
+
+/* p is being freed. */
+static inline void on_free(void *p)
+{
+    if (!p || !atomic_load_explicit(&smp.on, memory_order_relaxed))
+        return;
+    uint64_t bit = hash_ptr((uintptr_t)p) % FILTER_BITS;
+    if (atomic_load_explicit(&smp.filter[bit / 64], memory_order_relaxed) & (1ull << (bit % 64)))
+        drop_sample((uintptr_t)p);
+}
+
 #define SITE_HOOKS(dom)                                                                  \
     static void *dom##_malloc(void *ctx, size_t n)                                       \
     {                                                                                    \
@@ -61,7 +243,7 @@ static inline void attribute(size_t n)
         void *p = sites.dom.malloc(sites.dom.ctx, n);                                    \
         nested--;                                                                        \
         if (p)                                                                           \
-            attribute(n);                                                                \
+            on_alloc(p, n);                                                              \
         return p;                                                                        \
     }                                                                                    \
     static void *dom##_calloc(void *ctx, size_t n, size_t size)                          \
@@ -71,22 +253,24 @@ static inline void attribute(size_t n)
         void *p = sites.dom.calloc(sites.dom.ctx, n, size);                              \
         nested--;                                                                        \
         if (p)                                                                           \
-            attribute(n * size);                                                         \
+            on_alloc(p, n * size);                                                       \
         return p;                                                                        \
     }                                                                                    \
     static void *dom##_realloc(void *ctx, void *old, size_t n)                           \
     {                                                                                    \
         (void)ctx;                                                                       \
+        on_free(old);                                                                    \
         nested++;                                                                        \
         void *p = sites.dom.realloc(sites.dom.ctx, old, n);                              \
         nested--;                                                                        \
         if (p)                                                                           \
-            attribute(n);                                                                \
+            on_alloc(p, n);                                                              \
         return p;                                                                        \
     }                                                                                    \
     static void dom##_free(void *ctx, void *p)                                           \
     {                                                                                    \
         (void)ctx;                                                                       \
+        on_free(p);                                                                      \
         nested++;                                                                        \
         sites.dom.free(sites.dom.ctx, p);                                                \
         nested--;                                                                        \
@@ -109,7 +293,7 @@ static void *raw_malloc(void *ctx, size_t n)
     if (p) {
         heap_add((int64_t)malloc_usable_size(p));
         if (!nested)
-            attribute(n);
+            on_alloc(p, n);
     }
     return p;
 }
@@ -121,7 +305,7 @@ static void *raw_calloc(void *ctx, size_t n, size_t size)
     if (p) {
         heap_add((int64_t)malloc_usable_size(p));
         if (!nested)
-            attribute(n * size);
+            on_alloc(p, n * size);
     }
     return p;
 }
@@ -130,11 +314,13 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
 {
     (void)ctx;
     int64_t old = p ? (int64_t)malloc_usable_size(p) : 0;
+    if (!nested)
+        on_free(p);
     void *q = mem.raw.realloc(mem.raw.ctx, p, n);
     if (q) {
         heap_add((int64_t)malloc_usable_size(q) - old);
         if (!nested)
-            attribute(n);
+            on_alloc(q, n);
     }
     return q;
 }
@@ -142,8 +328,11 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
 static void raw_free(void *ctx, void *p)
 {
     (void)ctx;
-    if (p)
+    if (p) {
         heap_add(-(int64_t)malloc_usable_size(p));
+        if (!nested)
+            on_free(p);
+    }
     mem.raw.free(mem.raw.ctx, p);
 }
 
@@ -189,11 +378,12 @@ static int open_statm(void)
 
 int st_pymem_start(int mode)
 {
-    if (mode == ST_PYMEM_HEAP && !raw_is_malloc()) {
+    if ((mode == ST_PYMEM_HEAP || mode == ST_PYMEM_SAMPLE) && !raw_is_malloc()) {
         mode = ST_PYMEM_RSS;
         mem.fell_back = 1;
+        atomic_store(&smp.on, 0);
     }
-    if (mode == ST_PYMEM_HEAP) {
+    if (mode == ST_PYMEM_HEAP || mode == ST_PYMEM_SAMPLE) {
         struct mallinfo2 mi = mallinfo2();
         atomic_store(&mem.heap, (int64_t)(mi.uordblks + mi.hblkhd));
         if (!mem.hooked) {
@@ -247,7 +437,7 @@ void st_pymem_stop(void)
 
 int64_t st_pymem_now(void)
 {
-    if (mem.mode == ST_PYMEM_HEAP)
+    if (mem.mode == ST_PYMEM_HEAP || mem.mode == ST_PYMEM_SAMPLE)
         return atomic_load_explicit(&mem.heap, memory_order_relaxed);
     return mem.mode == ST_PYMEM_RSS ? st_pymem_rss() : 0;
 }
@@ -267,7 +457,9 @@ int64_t st_pymem_rss(void)
 
 const char *st_pymem_name(void)
 {
-    return mem.mode == ST_PYMEM_HEAP ? "heap" : mem.mode == ST_PYMEM_RSS ? "rss" : NULL;
+    return mem.mode == ST_PYMEM_HEAP || mem.mode == ST_PYMEM_SAMPLE ? "heap"
+           : mem.mode == ST_PYMEM_RSS                             ? "rss"
+                                                                  : NULL;
 }
 
 void st_pymem_report(FILE *err)
@@ -347,11 +539,12 @@ int st_pymem_series_start(uint64_t interval_ns)
     ser.cap = ST_PYMEM_SERIES_MAX;
     ser.t = malloc(ser.cap * sizeof *ser.t);
     ser.rss = malloc(ser.cap * sizeof *ser.rss);
-    ser.heap = mem.mode == ST_PYMEM_HEAP ? malloc(ser.cap * sizeof *ser.heap) : NULL;
+    int heap = mem.mode == ST_PYMEM_HEAP || mem.mode == ST_PYMEM_SAMPLE;
+    ser.heap = heap ? malloc(ser.cap * sizeof *ser.heap) : NULL;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    int ok = ser.t && ser.rss && (mem.mode != ST_PYMEM_HEAP || ser.heap) &&
+    int ok = ser.t && ser.rss && (!heap || ser.heap) &&
              pthread_cond_init(&ser.cond, &ca) == 0;
     pthread_condattr_destroy(&ca);
     if (ok) {
@@ -410,4 +603,36 @@ size_t st_pymem_series(const uint64_t **t, const int64_t **rss, const int64_t **
     *heap = ser.heap;
     *interval_ns = ser.interval_ns;
     return ser.n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Holdings                                                                   */
+
+void st_pymem_sample(int estimate_sites)
+{
+    smp.estimate_sites = estimate_sites;
+    atomic_store(&smp.on, 1);
+}
+
+/* Adds each sample's bytes to its call path's cell of `metric`. */
+static void add_holdings(const live_t *v, size_t n, uint32_t metric)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i].ptr && v[i].th && v[i].node != ST_PATH_NONE)
+            st_rec_add_node(v[i].th, metric, v[i].node, v[i].weight);
+}
+
+void st_pymem_holdings(uint32_t peak, uint32_t at_exit, st_pymem_holdings_t *out)
+{
+    atomic_store(&smp.on, 0);
+    pthread_mutex_lock(&smp.lock);
+    if (smp.total > smp.peak_total)
+        keep_peak();
+    add_holdings(smp.peak, smp.npeak, peak);
+    add_holdings(smp.v, smp.cap, at_exit);
+    out->peak_bytes = smp.peak_total;
+    out->exit_bytes = smp.total;
+    out->samples = smp.samples;
+    out->lost = smp.lost;
+    pthread_mutex_unlock(&smp.lock);
 }

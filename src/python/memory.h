@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum { ST_PYMEM_OFF, ST_PYMEM_HEAP, ST_PYMEM_RSS };
+enum { ST_PYMEM_OFF, ST_PYMEM_HEAP, ST_PYMEM_RSS, ST_PYMEM_SAMPLE };
 
 struct st_recorder;
 /* Allocation sites (heap mode): before st_pymem_start, the recorder and the two
@@ -33,6 +33,19 @@ struct st_recorder;
  * size asked for, the raw domain's own callers too (not pymalloc passing large
  * objects on: counted once). Frees are not attributed. */
 void st_pymem_sites(struct st_recorder *rec, uint32_t bytes, uint32_t count);
+
+/* What the memory held at its peak and at the end, from sampled allocations: one
+ * allocation in 512 KiB on average (each byte with the same chance), each standing
+ * for its bytes over that chance, kept while it lives. st_pymem_sample switches it on
+ * (before st_pymem_start; estimate_sites: the sites' bytes and counts come from the
+ * samples too, the cheap mode); st_pymem_holdings, when profiling stops, adds the live
+ * samples' bytes at the peak and at the end to each call path's `peak` and `at_exit`
+ * metric cells and says what they add up to. */
+typedef struct {
+    uint64_t peak_bytes, exit_bytes, samples, lost;
+} st_pymem_holdings_t;
+void st_pymem_sample(int estimate_sites);
+void st_pymem_holdings(uint32_t peak, uint32_t at_exit, st_pymem_holdings_t *out);
 
 /* Starts measuring (mode: ST_PYMEM_HEAP or ST_PYMEM_RSS; with the GIL held).
  * Returns the mode in force (heap may become rss), or ST_PYMEM_OFF when nothing can

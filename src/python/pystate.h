@@ -87,7 +87,8 @@ typedef struct {
     int include_internal, verbose;
     int lines;                /* --lines or --memory: follow chosen functions' lines */
     int line_time;            /* --lines: time them */
-    int memory;               /* --memory: measure them (python/memory.h's mode) */
+    int memory;               /* --memory: python/memory.h's mode */
+    int line_memory;          /* --memory heap or rss: measure chosen functions' lines */
     int lines_restrict;       /* --lines with -R/-MR: what they select is chosen too */
     int tracing;              /* threads record timelines (the recorder's trace) */
     char internal_dir[PATH_MAX];

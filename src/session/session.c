@@ -162,7 +162,6 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
     if (s->tracing)
         st_session_add_collector(s, &st_session_timeline_collector);
     s->mpi_bytes = ST_METRIC_NONE;
-    s->alloc_bytes = s->allocs = ST_METRIC_NONE;
     s->start_ns = st_clock_realtime_ns();
     return 0;
 }
@@ -487,9 +486,9 @@ static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
     st_table_write(out, m, (st_component_t)(arg & 255), arg >> 8);
 }
 /* The metrics with a table of their own besides the components: the counters,
- * then MPI's bytes when MPI calls were wrapped, then the bytes and counts of the
- * allocations made (--memory). Returns how many. */
-#define ST_SESSION_MAX_EXTRA (ST_REC_MAX_COUNTERS + 3)
+ * then MPI's bytes when MPI calls were wrapped, then --memory's (bytes and
+ * allocations made, bytes held at the peak and at the end). Returns how many. */
+#define ST_SESSION_MAX_EXTRA (ST_REC_MAX_COUNTERS + 5)
 static uint32_t extra_tables(const st_session_t *s, uint32_t *ids)
 {
     uint32_t n = 0;
@@ -497,10 +496,8 @@ static uint32_t extra_tables(const st_session_t *s, uint32_t *ids)
         ids[n++] = s->hwc.rc.metric[i];
     if (s->mpi_bytes != ST_METRIC_NONE)
         ids[n++] = s->mpi_bytes;
-    if (s->alloc_bytes != ST_METRIC_NONE)
-        ids[n++] = s->alloc_bytes;
-    if (s->allocs != ST_METRIC_NONE)
-        ids[n++] = s->allocs;
+    for (uint32_t i = 0; i < s->nmem_metrics; i++)
+        ids[n++] = s->mem_metrics[i];
     return n;
 }
 

@@ -64,8 +64,9 @@ typedef struct st_session {
     double trace_write_s;    /* and how long it took */
     st_hwc_t hwc;            /* the counters read at every call (perf:, papi:) */
     uint32_t mpi_bytes;      /* the MPI calls' bytes metric, or ST_METRIC_NONE */
-    uint32_t alloc_bytes;    /* bytes allocated in each call path (--memory), or NONE */
-    uint32_t allocs;         /* allocations made in each call path, or ST_METRIC_NONE */
+    uint32_t mem_metrics[4]; /* --memory's metrics with tables: bytes and allocations made,
+                              * bytes held at the peak and at the end */
+    uint32_t nmem_metrics;
     st_collector_t collectors[ST_SESSION_MAX_COLLECTORS];
     int ncollectors;
     int nstarted;            /* collectors started and not stopped yet */
