@@ -593,3 +593,40 @@ def test_memory_held_at_peak_and_at_exit(runner, mode):
     assert 0.6 * 70 * mib < made < 1.4 * 70 * mib, made
     if mode == "heap":
         assert 70 * mib <= made < 70 * mib + 65536, made
+
+
+@pytest.mark.parametrize("mode", ["heap", "sample"])
+def test_memory_and_fork(runner, mode):
+    """A program that forks while strata tracks its allocations (and a thread
+    allocates at the same time) runs as without strata: the child allocates, prints
+    and exits with its status; the parent's profile is written."""
+    runner.write("forks.py", """
+        import os, threading
+
+        def churn(stop):
+            while not stop.is_set():
+                [bytes(4096) for _ in range(100)]
+
+        def main():
+            stop = threading.Event()
+            t = threading.Thread(target=churn, args=(stop,))
+            t.start()
+            kids = []
+            for i in range(5):
+                pid = os.fork()
+                if pid == 0:
+                    data = [bytearray(1 << 20) for _ in range(20)]
+                    os.write(1, b"child %d\\n" % len(data))  # one write: lines stay whole
+                    os._exit(7)
+                kids.append(pid)
+            codes = [os.waitpid(p, 0)[1] >> 8 for p in kids]
+            stop.set()
+            t.join()
+            print("parent", codes)
+
+        main()
+    """)
+    res = runner.strata(f"--memory={mode}", "-o", "r", "forks.py")
+    assert res.returncode == 0, res.describe()
+    assert res.stdout.count("child 20\n") == 5 and "parent [7, 7, 7, 7, 7]" in res.stdout
+    assert (runner.dir / "r" / "profile.json").exists()

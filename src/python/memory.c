@@ -28,6 +28,20 @@ static struct {
     long page;
 } mem = {.statm = -1};
 
+/* Memory over time: the samples (see st_pymem_series_start). */
+static struct {
+    pthread_t thread;
+    int running;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stop;
+    uint64_t interval_ns;
+    uint64_t *t;
+    int64_t *rss, *heap;
+    size_t n, cap;
+    uint64_t mono0, real0;     /* the clocks when the series began */
+} ser = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
 static inline void heap_add(int64_t n) { atomic_fetch_add_explicit(&mem.heap, n, memory_order_relaxed); }
 
 /* ------------------------------------------------------------------------- */
@@ -376,8 +390,23 @@ static int open_statm(void)
     return mem.statm >= 0;
 }
 
+/* In a forked child: no thread of the parent's holds a lock here any more, strata's
+ * threads are gone, and the child does not record (the collector stops there): the
+ * hooks go on passing calls down and counting the heap, nothing else. */
+static void after_fork_child(void)
+{
+    atomic_store(&smp.on, 0);
+    atomic_store(&sites.rec, NULL);
+    pthread_mutex_init(&smp.lock, NULL);
+    pthread_mutex_init(&ser.lock, NULL);
+    ser.running = 0;
+}
+
 int st_pymem_start(int mode)
 {
+    static int atfork;
+    if (!atfork++)
+        pthread_atfork(NULL, NULL, after_fork_child);
     if ((mode == ST_PYMEM_HEAP || mode == ST_PYMEM_SAMPLE) && !raw_is_malloc()) {
         mode = ST_PYMEM_RSS;
         mem.fell_back = 1;
@@ -472,18 +501,7 @@ void st_pymem_report(FILE *err)
 /* ------------------------------------------------------------------------- */
 /* Memory over time                                                           */
 
-static struct {
-    pthread_t thread;
-    int running;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int stop;
-    uint64_t interval_ns;
-    uint64_t *t;
-    int64_t *rss, *heap;
-    size_t n, cap;
-    uint64_t mono0, real0;     /* the clocks when the series began */
-} ser = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
 
 uint64_t st_pymem_clock_ns(void)
 {
