@@ -396,6 +396,14 @@ def test_lines_and_memory_together(runner, strata_bin):
     one = memory_rows((runner.dir / "a" / "memory_profile.txt").read_text())
     two = memory_rows((runner.dir / "m" / "memory_profile.txt").read_text())
     assert {k: 2 * v[2] for k, v in one.items()} == {k: v[2] for k, v in two.items()}
+    # the lines holding memory: the runs' sums
+    held = {}
+    for out in ("a", "b"):
+        for ln in load_json(runner.dir / out / "profile.json").get("memory_lines", []):
+            k = (ln["function"], ln["line"])
+            held[k] = [x + y for x, y in zip(held.get(k, [0, 0]), [ln["peak"], ln["exit"]])]
+    merged_lines = load_json(runner.dir / "m" / "profile.json").get("memory_lines", [])
+    assert {(ln["function"], ln["line"]): [ln["peak"], ln["exit"]] for ln in merged_lines} == held
     assert (runner.dir / "m" / "line_profile.txt").exists()
 
 
@@ -569,10 +577,11 @@ LEAK = """
 
 @pytest.mark.parametrize("mode", ["heap", "sample"])
 def test_memory_held_at_peak_and_at_exit(runner, mode):
-    """What each call path holds at the peak of the memory and at the end (leaks),
-    from sampled allocations: temp() holds the 60 MiB of the peak and nothing at the
-    end, leak() the 20 MiB kept to the end and nothing at the peak; peak_bytes.txt
-    and exit_bytes.txt, and a line on the terminal. --memory=sample has no line table
+    """What each call path and line holds at the peak of the memory and at the end
+    (leaks), from sampled allocations: temp() holds the 60 MiB of the peak and nothing
+    at the end, leak() the 20 MiB kept to the end and nothing at the peak;
+    peak_bytes.txt, exit_bytes.txt and memory_lines.txt, and the top lines on the
+    terminal. --memory=sample has no line table
     (no line events) but the rest."""
     runner.write("leak.py", LEAK)
     res = runner.strata(f"--memory={mode}", "-o", "r", "leak.py")
@@ -586,8 +595,16 @@ def test_memory_held_at_peak_and_at_exit(runner, mode):
     assert 0.6 * 60 * mib < cells["temp"]["peak_bytes"] < 1.4 * 60 * mib, cells
     assert 0.6 * 20 * mib < cells["leak"]["exit_bytes"] < 1.4 * 20 * mib, cells
     assert cells["temp"].get("exit_bytes", 0) == 0 and cells["leak"].get("peak_bytes", 0) == 0
-    for name in ("peak_bytes.txt", "exit_bytes.txt", "alloc_bytes.txt", "mprofile.dat"):
+    for name in ("peak_bytes.txt", "exit_bytes.txt", "alloc_bytes.txt", "mprofile.dat",
+                 "memory_lines.txt"):
         assert (runner.dir / "r" / name).exists(), name
+    # the lines: temp()'s list (line 8) at the peak, leak()'s append (line 5) at the end
+    lines = {(os.path.basename(ln["file"]), ln["line"]): ln for ln in prof["memory_lines"]}
+    assert 0.6 * 60 * mib < lines[("leak.py", 8)]["peak"] < 1.4 * 60 * mib, lines
+    assert lines[("leak.py", 8)]["exit"] == 0
+    assert 0.6 * 20 * mib < lines[("leak.py", 5)]["exit"] < 1.4 * 20 * mib, lines
+    assert prof["memory_lines"][0]["line"] == 8  # the most at the peak first
+    assert "MEMORY HELD BY LINE" in res.stderr
     # the bytes each made: exact in heap mode, estimated from the samples in sample mode
     made = cells["temp"]["alloc_bytes"]
     assert 0.6 * 70 * mib < made < 1.4 * 70 * mib, made

@@ -549,6 +549,48 @@ static int read_memtime(reader_t *r)
     return rc < 0 ? -1 : 0;
 }
 
+/* "memory_lines": [{"function", "file", "line", "peak", "exit"}...]. */
+static int read_memlines(reader_t *r)
+{
+    if (st_jp_arr_begin(&r->jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_arr_next(&r->jp)) > 0) {
+        st_model_memline_t l = {0};
+        uint64_t line = 0;
+        int in, rc = st_jp_obj_begin(&r->jp);
+        while (rc == 0 && (in = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+            const char *k = st_strbuf_cstr(&r->key);
+            if (strcmp(k, "function") == 0 && !l.function)
+                rc = read_string_dup(r, (char **)&l.function);
+            else if (strcmp(k, "file") == 0 && !l.file)
+                rc = read_string_dup(r, (char **)&l.file);
+            else if (strcmp(k, "line") == 0)
+                rc = st_jp_uint(&r->jp, UINT32_MAX, &line);
+            else if (strcmp(k, "peak") == 0)
+                rc = st_jp_uint(&r->jp, UINT64_MAX, &l.peak);
+            else if (strcmp(k, "exit") == 0)
+                rc = st_jp_uint(&r->jp, UINT64_MAX, &l.at_exit);
+            else
+                rc = st_jp_skip(&r->jp);
+        }
+        if (rc == 0 && in < 0)
+            rc = -1;
+        if (rc == 0 && (!l.function || !l.file))
+            rc = FAIL(r, "a line of memory_lines without its function or file");
+        l.line = (uint32_t)line;
+        if (rc == 0 && st_profile_add_memline(r->p, &l) < 0)
+            rc = FAIL(r, "out of memory");
+        free((char *)l.function);
+        free((char *)l.file);
+        if (rc < 0)
+            return -1;
+    }
+    if (more == 0)
+        st_profile_memlines_done(r->p);
+    return more < 0 ? -1 : 0;
+}
+
 /* "stack_sampling": what the stack sampler did. */
 static int read_stacks(reader_t *r)
 {
@@ -1139,6 +1181,8 @@ static int read_document(reader_t *r)
             rc = read_line_timings(r);
         } else if (strcmp(k, "memory_over_time") == 0) {
             rc = read_memtime(r);
+        } else if (strcmp(k, "memory_lines") == 0) {
+            rc = read_memlines(r);
         } else if (strcmp(k, "line_time") == 0) {
             rc = st_jp_bool(&r->jp, &r->p->line_time);
         } else if (strcmp(k, "line_memory") == 0) {

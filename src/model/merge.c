@@ -231,6 +231,12 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
         if (st_profile_add_lfunc(out, &m->lfuncs[i]) < 0)
             return ST_ENOMEM;
     out->line_time |= m->line_time;
+    /* the lines holding memory: summed over the runs and ranks */
+    for (size_t i = 0; i < m->nmemlines; i++)
+        if (st_profile_add_memline(out, &m->memlines[i]) < 0)
+            return ST_ENOMEM;
+    if (m->nmemlines)
+        st_profile_memlines_done(out);
     /* memory over time: the first run's (runs and ranks do not share one clock) */
     if (m->memtime && !out->has_memtime && st_profile_set_memtime(out, m->memtime) < 0)
         return ST_ENOMEM;

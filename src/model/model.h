@@ -97,6 +97,14 @@ typedef struct st_model_lfunc {
     size_t nsource;
 } st_model_lfunc_t;
 
+/* A line that held sampled allocations (--memory: heap, sample): what they stood for
+ * at the peak of the memory and at the end. */
+typedef struct st_model_memline {
+    const char *function, *file;
+    uint32_t line;
+    uint64_t peak, at_exit;      /* bytes */
+} st_model_memline_t;
+
 /* A call of a chosen function (--memory), for memory over time. */
 typedef struct st_model_memcall {
     const char *function;
@@ -155,6 +163,8 @@ typedef struct {
     int line_time;              /* 1: their rows have times (--lines) */
     const char *line_memory;    /* "heap" or "rss": their rows have memory; NULL: none */
     const st_model_memtime_t *memtime; /* memory over time (--memory); NULL: none */
+    const st_model_memline_t *memlines; /* the lines holding memory, most at the peak first */
+    size_t nmemlines;
     /* the timeline (has_trace 0: none) */
     int has_trace;
     uint64_t trace_events, trace_dropped, trace_too_deep, trace_bytes;

@@ -77,6 +77,11 @@ void st_profile_free(st_profile_t *p)
         st_profile_lfunc_free(&p->lfuncs[i]);
     free(p->lfuncs);
     free_memtime(&p->memtime);
+    for (size_t i = 0; i < p->nmemlines; i++) {
+        free((char *)p->memlines[i].function);
+        free((char *)p->memlines[i].file);
+    }
+    free(p->memlines);
     free(p->gpu_note);
     free(p->python_version);
     free(p->clock_name);
@@ -136,6 +141,8 @@ void st_profile_sync(st_profile_t *p)
     m->line_time = p->line_time;
     m->line_memory = p->line_memory[0] ? p->line_memory : NULL;
     m->memtime = p->has_memtime ? &p->memtime : NULL;
+    m->memlines = p->memlines;
+    m->nmemlines = p->nmemlines;
 }
 
 long st_profile_add_thread(st_profile_t *p, uint32_t index, uint64_t tid, const char *name,
@@ -319,4 +326,52 @@ int st_profile_set_memtime(st_profile_t *p, const st_model_memtime_t *mt)
     p->has_memtime = 1;
     st_profile_sync(p);
     return 0;
+}
+
+int st_profile_add_memline(st_profile_t *p, const st_model_memline_t *l)
+{
+    for (size_t i = 0; i < p->nmemlines; i++) {
+        st_model_memline_t *a = &p->memlines[i];
+        if (a->line == l->line && strcmp(a->file, l->file) == 0 &&
+            strcmp(a->function, l->function) == 0) {
+            a->peak += l->peak;
+            a->at_exit += l->at_exit;
+            return 0;
+        }
+    }
+    if (p->nmemlines == p->capmemlines) {
+        size_t cap = p->capmemlines ? 2 * p->capmemlines : 32;
+        st_model_memline_t *v = realloc(p->memlines, cap * sizeof *v);
+        if (!v)
+            return ST_ENOMEM;
+        p->memlines = v;
+        p->capmemlines = cap;
+    }
+    char *f = strdup(l->function), *w = strdup(l->file);
+    if (!f || !w) {
+        free(f);
+        free(w);
+        return ST_ENOMEM;
+    }
+    p->memlines[p->nmemlines++] = (st_model_memline_t){f, w, l->line, l->peak, l->at_exit};
+    st_profile_sync(p);
+    return 0;
+}
+
+static int by_peak(const void *a, const void *b)
+{
+    const st_model_memline_t *x = a, *y = b;
+    if (x->peak != y->peak)
+        return x->peak < y->peak ? 1 : -1;
+    if (x->at_exit != y->at_exit)
+        return x->at_exit < y->at_exit ? 1 : -1;
+    int c = strcmp(x->file, y->file);
+    return c ? c : x->line < y->line ? -1 : x->line > y->line;
+}
+
+void st_profile_memlines_done(st_profile_t *p)
+{
+    if (p->nmemlines)
+        qsort(p->memlines, p->nmemlines, sizeof *p->memlines, by_peak);
+    st_profile_sync(p);
 }

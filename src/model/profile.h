@@ -43,6 +43,8 @@ typedef struct {
     st_model_memtime_t memtime;   /* memory over time, when has_memtime (arrays and
                                    * names owned) */
     int has_memtime;
+    st_model_memline_t *memlines; /* texts owned */
+    size_t nmemlines, capmemlines;
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;
@@ -77,6 +79,12 @@ int st_profile_add_lfunc(st_profile_t *p, const st_model_lfunc_t *f);
 /* Frees what a function's line timings own (names, rows, source), as the profile
  * does; for a reader's copy before it is added. */
 void st_profile_lfunc_free(st_model_lfunc_t *f);
+
+/* Adds a line holding memory (texts copied), or sums it into the same line's (same
+ * function, file and number); st_profile_memlines_done orders them, most at the peak
+ * first. 0 or ST_ENOMEM. */
+int st_profile_add_memline(st_profile_t *p, const st_model_memline_t *l);
+void st_profile_memlines_done(st_profile_t *p);
 
 /* Takes a copy of memory over time (a profile keeps one: a merge, its first
  * input's). 0 or ST_ENOMEM. */

@@ -396,6 +396,24 @@ static void write_memtime(st_strbuf_t *out, const st_model_t *m)
                      (unsigned long long)mt->calls_dropped);
 }
 
+/* The lines holding sampled memory at the peak and at the end. */
+static void write_memlines(st_strbuf_t *out, const st_model_t *m)
+{
+    if (!m->nmemlines)
+        return;
+    st_strbuf_puts(out, "  \"memory_lines\": [");
+    for (size_t i = 0; i < m->nmemlines; i++) {
+        const st_model_memline_t *l = &m->memlines[i];
+        st_strbuf_puts(out, i ? ",\n    {\"function\": " : "\n    {\"function\": ");
+        st_strbuf_json_string(out, l->function);
+        st_strbuf_puts(out, ", \"file\": ");
+        st_strbuf_json_string(out, l->file);
+        st_strbuf_printf(out, ", \"line\": %u, \"peak\": %llu, \"exit\": %llu}", l->line,
+                         (unsigned long long)l->peak, (unsigned long long)l->at_exit);
+    }
+    st_strbuf_puts(out, "\n  ],\n");
+}
+
 void st_json_write(st_strbuf_t *out, const st_model_t *m)
 {
     st_strbuf_printf(out, "{\n  \"format_version\": %d,\n", ST_PROFILE_FORMAT_VERSION);
@@ -409,6 +427,7 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
     write_stacks(out, m);
     write_line_timings(out, m);
     write_memtime(out, m);
+    write_memlines(out, m);
     write_functions(out, m);
     st_strbuf_puts(out, "  \"threads\": [");
     for (size_t i = 0; i < m->nthreads; i++) {

@@ -201,6 +201,11 @@ static void python_contribute(const st_collector_t *c, const st_session_t *s, st
     (void)c;
     m->python_version = python_version;
     st_pylines_contribute(m, s->ns_per_tick[ST_TIMER_WALL]);
+    if (st_py.session.nmem_metrics) {
+        st_model_memline_t *rows;
+        m->nmemlines = st_pymem_lines(&rows);
+        m->memlines = rows;
+    }
 }
 
 static const st_collector_t python_collector = {

@@ -2,6 +2,8 @@
 #include "python/memory.h"
 
 #include "core/recorder.h"
+#include "model/model.h"
+#include "python/frames.h"
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -84,6 +86,8 @@ typedef struct {
     uintptr_t ptr;           /* 0: empty slot */
     st_rec_thread_t *th;     /* the thread and call path that made it (NULL: none) */
     uint32_t node;
+    int32_t idx;             /* the innermost Python frame's instruction, with code */
+    const void *code;        /* its code object (a reference in codes), or NULL */
     uint64_t weight;
 } live_t;
 
@@ -99,6 +103,9 @@ static struct {
     size_t npeak;
     uint64_t samples, lost;
     int estimate_sites;      /* sample mode: the sites' bytes and counts from samples */
+    int frames_ok;           /* the frame walker checked: samples know their line */
+    const void **codes;      /* code objects samples point to (references held) */
+    size_t ncodes, capcodes;
 } smp = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread int64_t countdown __attribute__((tls_model("initial-exec")));
@@ -160,6 +167,29 @@ static void keep_peak(void)
     smp.peak_total = smp.total;
 }
 
+/* Holds a reference to code (lock and GIL held) so that a sample's line can be read
+ * when the results are written; 0 or -1. */
+static int keep_code(const void *code)
+{
+    for (size_t i = smp.ncodes; i-- > 0 && i + 64 >= smp.ncodes;)
+        if (smp.codes[i] == code)
+            return 0; /* the recent ones: most samples come from a few places */
+    for (size_t i = 0; i + 64 < smp.ncodes; i++)
+        if (smp.codes[i] == code)
+            return 0;
+    if (smp.ncodes == smp.capcodes) {
+        size_t cap = smp.capcodes ? 2 * smp.capcodes : 64;
+        const void **v = realloc(smp.codes, cap * sizeof *v);
+        if (!v)
+            return -1;
+        smp.codes = v;
+        smp.capcodes = cap;
+    }
+    Py_INCREF((PyObject *)code);
+    smp.codes[smp.ncodes++] = code;
+    return 0;
+}
+
 static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
 {
     countdown = next_gap();
@@ -168,6 +198,12 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
     st_recorder_t *rec = atomic_load_explicit(&sites.rec, memory_order_relaxed);
     st_rec_thread_t *th = rec ? st_rec_self_sig(rec) : NULL;
     uint32_t node = th && th->depth ? th->stack[th->depth - 1].node : ST_PATH_NONE;
+    /* the line: the innermost Python frame, read without the API (nothing allocated
+     * here), when this thread holds the GIL (its frames are its own to read) */
+    st_pyframe_t fr = {NULL, -1};
+    if (smp.frames_ok && PyGILState_Check() &&
+        st_pyframes_walk(PyThreadState_Get(), &fr, 1) != 1)
+        fr.code = NULL;
     if (th && smp.estimate_sites) {
         st_rec_add_top(th, sites.bytes, weight);
         st_rec_add_top(th, sites.count, (uint64_t)((double)weight / (double)(n ? n : 1) + 0.5));
@@ -186,7 +222,9 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
         smp.n++;
     else
         smp.total -= smp.v[j].weight; /* an address reused without our seeing its free */
-    smp.v[j] = (live_t){key, th, node, weight};
+    if (fr.code && keep_code(fr.code) < 0)
+        fr.code = NULL;
+    smp.v[j] = (live_t){key, th, node, fr.idx, fr.code, weight};
     uint64_t bit = hash_ptr(key) % FILTER_BITS;
     atomic_fetch_or_explicit(&smp.filter[bit / 64], 1ull << (bit % 64), memory_order_relaxed);
     smp.total += weight;
@@ -629,6 +667,7 @@ size_t st_pymem_series(const uint64_t **t, const int64_t **rss, const int64_t **
 void st_pymem_sample(int estimate_sites)
 {
     smp.estimate_sites = estimate_sites;
+    smp.frames_ok = st_pyframes_check(NULL) == 0;
     atomic_store(&smp.on, 1);
 }
 
@@ -653,4 +692,88 @@ void st_pymem_holdings(uint32_t peak, uint32_t at_exit, st_pymem_holdings_t *out
     out->samples = smp.samples;
     out->lost = smp.lost;
     pthread_mutex_unlock(&smp.lock);
+}
+
+/* The lines of the live samples at the peak and at the end (with the GIL held, once
+ * st_pymem_holdings has stopped the sampling): summed per (code, line), the most at
+ * the peak first, at most MAX_MEMLINES. */
+#define MAX_MEMLINES 1000
+
+typedef struct {
+    const void *code;
+    int line;
+    uint64_t peak, at_exit;
+} lsum_t;
+
+static int add_lsum(lsum_t **v, size_t *n, size_t *cap, const live_t *s, int at_exit)
+{
+    if (!s->ptr || !s->code)
+        return 0;
+    int line = PyCode_Addr2Line((PyCodeObject *)s->code, s->idx < 0 ? 0 : 2 * s->idx);
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].code == s->code && (*v)[i].line == line) {
+            *((at_exit) ? &(*v)[i].at_exit : &(*v)[i].peak) += s->weight;
+            return 0;
+        }
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        lsum_t *w = realloc(*v, c * sizeof *w);
+        if (!w)
+            return -1;
+        *v = w;
+        *cap = c;
+    }
+    (*v)[(*n)++] = (lsum_t){s->code, line, at_exit ? 0 : s->weight, at_exit ? s->weight : 0};
+    return 0;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const lsum_t *x = a, *y = b;
+    if (x->peak != y->peak)
+        return x->peak < y->peak ? 1 : -1;
+    return x->at_exit < y->at_exit ? 1 : x->at_exit > y->at_exit ? -1 : 0;
+}
+
+size_t st_pymem_lines(st_model_memline_t **out)
+{
+    static st_model_memline_t *rows;
+    static size_t nrows = (size_t)-1;
+    if (nrows != (size_t)-1) {
+        *out = rows;
+        return nrows;
+    }
+    nrows = 0;
+    lsum_t *v = NULL;
+    size_t n = 0, cap = 0;
+    int ok = 0;
+    for (size_t i = 0; i < smp.npeak && ok == 0; i++)
+        ok = add_lsum(&v, &n, &cap, &smp.peak[i], 0);
+    for (size_t i = 0; i < smp.cap && ok == 0; i++)
+        ok = add_lsum(&v, &n, &cap, &smp.v[i], 1);
+    if (n)
+        qsort(v, n, sizeof *v, by_bytes);
+    if (n > MAX_MEMLINES)
+        n = MAX_MEMLINES;
+    rows = calloc(n ? n : 1, sizeof *rows);
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    for (size_t i = 0; rows && i < n; i++) {
+        PyCodeObject *co = (PyCodeObject *)v[i].code;
+        const char *qual = PyUnicode_AsUTF8(co->co_qualname);
+        const char *file = PyUnicode_AsUTF8(co->co_filename);
+        char *q = strdup(qual ? qual : "?"), *f = strdup(file ? file : "?");
+        PyErr_Clear();
+        if (!q || !f) {
+            free(q);
+            free(f);
+            break;
+        }
+        rows[nrows++] = (st_model_memline_t){q, f, v[i].line > 0 ? (uint32_t)v[i].line : 0,
+                                             v[i].peak, v[i].at_exit};
+    }
+    PyErr_Restore(et, ev, tb);
+    free(v);
+    *out = rows;
+    return nrows;
 }

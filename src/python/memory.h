@@ -47,6 +47,13 @@ typedef struct {
 void st_pymem_sample(int estimate_sites);
 void st_pymem_holdings(uint32_t peak, uint32_t at_exit, st_pymem_holdings_t *out);
 
+/* The lines (the innermost Python frame of each sample: read at the sample without
+ * the API, when the thread holds the GIL) holding the samples at the peak and at the
+ * end, summed, the most at the peak first, at most 1,000; made once, with the GIL
+ * held, after st_pymem_holdings. */
+struct st_model_memline;
+size_t st_pymem_lines(struct st_model_memline **out);
+
 /* Starts measuring (mode: ST_PYMEM_HEAP or ST_PYMEM_RSS; with the GIL held).
  * Returns the mode in force (heap may become rss), or ST_PYMEM_OFF when nothing can
  * be measured (no /proc). */

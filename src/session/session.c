@@ -470,6 +470,10 @@ static void render_lines(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     st_lines_table_write(out, m, (size_t)arg);
 }
+static void render_memlines(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    st_memlines_table_write(out, m, (size_t)arg);
+}
 static void render_lineprof(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     (void)arg;
@@ -902,6 +906,10 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     st_format_file_name(ST_FMT_LINES, s->has_rank, s->rank, lineprof_name, sizeof lineprof_name);
     st_format_file_name(ST_FMT_MEMORY, s->has_rank, s->rank, memprof_name, sizeof memprof_name);
     unsigned line_mask = st_formats_line_profiles(&m, 1u << ST_FMT_TEXT) & line_formats;
+    char memlines_name[64];
+    st_session_file_name(s, "memory_lines", ".txt", memlines_name, sizeof memlines_name);
+    if (m.nmemlines && text)
+        failed(&fail, stream_file(s->outdir, memlines_name, render_memlines, &m, 0, &one), &one);
     if (line_mask) {
         rc = st_formats_write_dir(&m, line_mask, s->outdir, &ro, NULL, NULL, &one);
         lineprof_ok = rc == 0;
@@ -966,6 +974,10 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             print_lineprof(tables, s, &m, memprof_name, lineprof_ok, 0, render_memprof);
         if (m.memtime && m.memtime->n)
             print_memtime(tables, s, m.memtime);
+        if (m.nmemlines) { /* the ten lines holding the most (memory_lines.txt: all) */
+            fputc('\n', tables);
+            render_to(tables, render_memlines, &m, 10);
+        }
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));

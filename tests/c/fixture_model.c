@@ -189,6 +189,12 @@ static const char *const big_source[] = {"    def big(self):", "        for i in
                                          "            self.step(i)", ""};
 
 #define MIB 1048576
+/* the lines holding sampled memory, the most at the peak first */
+static const st_model_memline_t memlines[] = {
+    {"solve", "/src/app.py", 14, 48 * MIB, 0},
+    {"Grid.<big> & co", "/src/grid.py", 5, 2 * MIB, 3 * MIB},
+};
+
 static void build_lines(st_fixture_t *f, uint64_t scale)
 {
     /* memory (heap): 40 MiB at the call, 50 MiB more made on line 14 over its runs,
@@ -300,6 +306,8 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .line_time = 1,
         .line_memory = "heap",
         .memtime = &f->memtime,
+        .memlines = memlines,
+        .nmemlines = sizeof memlines / sizeof *memlines,
     };
     f->timeline = (st_timeline_t){
         .labels = &f->labels,
