@@ -647,3 +647,52 @@ def test_memory_and_fork(runner, mode):
     assert res.returncode == 0, res.describe()
     assert res.stdout.count("child 20\n") == 5 and "parent [7, 7, 7, 7, 7]" in res.stdout
     assert (runner.dir / "r" / "profile.json").exists()
+
+
+NUMPY = """
+    import numpy as np
+
+    def make():
+        return np.ones((1024, 1024, 4))  # 32 MiB, kept
+
+    def tmp():
+        a = np.zeros((1024, 1024, 2))  # 16 MiB, given back
+        a += 1
+        return float(a.sum())
+
+    keep = make()
+    print(tmp())
+"""
+
+
+@pytest.mark.parametrize("setup", [False, True])
+def test_memory_counts_numpy_arrays(runner, setup):
+    """numpy allocates its arrays' data itself (not through Python's allocators);
+    --memory counts it all the same: the bytes make() allocated, what it holds at the
+    peak and at the end, and tmp() nothing at the end; with numpy imported by the
+    setup file before profiling starts too."""
+    pytest.importorskip("numpy", reason="numpy is not installed in the test venv")
+    runner.write("arrays.py", NUMPY)
+    args = ["--memory", "-o", "r"]
+    if setup:
+        runner.write("setup.py", "import numpy\n")
+        args += ["-s", "setup.py"]
+    res = runner.strata(*args, "arrays.py")
+    assert res.returncode == 0 and res.stdout == "2097152.0\n", res.describe()
+    prof = load_json(runner.dir / "r" / "profile.json")
+    nodes = prof["threads"][0]["nodes"]
+    def total(label, metric):  # the node and what it called (numpy's own functions)
+        top = next(n for n in nodes if n["label"].split(" ")[0] == label and n["parent"] == -1)
+        ids, sum_ = {top["id"]}, 0
+        for n in nodes:  # parents come before their children
+            if n["id"] in ids or n["parent"] in ids:
+                ids.add(n["id"])
+                sum_ += n["metrics"].get(metric, 0)
+        return sum_
+    mib = 2 ** 20
+    assert 32 * mib <= total("make", "alloc_bytes") < 33 * mib
+    assert 16 * mib <= total("tmp", "alloc_bytes") < 17 * mib
+    assert 0.9 * 32 * mib < total("make", "exit_bytes") < 1.1 * 32 * mib
+    assert total("tmp", "exit_bytes") < mib
+    heap = prof["memory_over_time"]["heap"]
+    assert heap[-1] - heap[0] >= 31 * mib, heap  # make()'s array, alive to the end

@@ -53,6 +53,9 @@ def _start():
         _strata.start()
     except _strata.Error as e:
         raise _CannotStart(str(e)) from None
+    if _strata.get("memory") in ("heap", "sample"):
+        from . import _numpy_memory
+        _numpy_memory.watch()
 
 
 def _strip(tb):

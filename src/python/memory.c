@@ -499,6 +499,8 @@ void st_pymem_stop(void)
         PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &sites.mem);
     if (arena.alloc == arena_alloc)
         PyObject_SetArenaAllocator(&mem.arena);
+    /* numpy's arrays keep strata's wrappers (arrays made meanwhile are freed through
+     * them): they pass calls down and count for nobody from now on */
     mem.hooked = 0;
 }
 
@@ -575,7 +577,6 @@ static void *series_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&ser.lock);
     while (!ser.stop) {
-        take_sample();
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         uint64_t ns = (uint64_t)until.tv_nsec + ser.interval_ns;
@@ -583,6 +584,8 @@ static void *series_main(void *arg)
         until.tv_nsec = (long)(ns % 1000000000u);
         while (!ser.stop && pthread_cond_timedwait(&ser.cond, &ser.lock, &until) == 0) {
         }
+        if (!ser.stop)
+            take_sample();
     }
     pthread_mutex_unlock(&ser.lock);
     return NULL;
@@ -611,6 +614,7 @@ int st_pymem_series_start(uint64_t interval_ns)
         clock_gettime(CLOCK_REALTIME, &real);
         ser.mono0 = st_pymem_clock_ns();
         ser.real0 = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+        take_sample(); /* the start, before the program goes on */
         /* the thread takes no signal the program's threads should get */
         sigset_t all, old;
         sigfillset(&all);
@@ -776,4 +780,99 @@ size_t st_pymem_lines(st_model_memline_t **out)
     free(v);
     *out = rows;
     return nrows;
+}
+
+/* ------------------------------------------------------------------------- */
+/* numpy's array data                                                         */
+
+/* numpy (1.22 and later) allocates array data through a handler: a capsule named
+ * "mem_handler" holding this struct (numpy/ndarraytypes.h, version 1), its default
+ * one reached through the C API table (PyDataMem_DefaultHandler, entry 306). Its
+ * functions are called through the struct at every allocation, so strata's wrapped
+ * around them in place see every array of every thread and context, those made
+ * before too (their frees carry their size). */
+typedef struct {
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t size);
+    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+    void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+} np_allocator_t;
+
+typedef struct {
+    char name[127];
+    uint8_t version;
+    np_allocator_t allocator;
+} np_handler_t;
+
+#define NP_DEFAULT_HANDLER 306
+
+static np_allocator_t np_orig;
+static np_handler_t *np_handler;
+
+static void *np_malloc(void *ctx, size_t n)
+{
+    void *p = np_orig.malloc(ctx, n);
+    if (p) {
+        heap_add((int64_t)n);
+        on_alloc(p, n);
+    }
+    return p;
+}
+
+static void *np_calloc(void *ctx, size_t n, size_t size)
+{
+    void *p = np_orig.calloc(ctx, n, size);
+    if (p) {
+        heap_add((int64_t)(n * size));
+        on_alloc(p, n * size);
+    }
+    return p;
+}
+
+/* numpy's realloc does not say the old size; the heap counts the array's data by
+ * malloc's usable size on both sides (numpy's default handler is malloc's). */
+static void *np_realloc(void *ctx, void *p, size_t n)
+{
+    int64_t old = p ? (int64_t)malloc_usable_size(p) : 0;
+    on_free(p);
+    void *q = np_orig.realloc(ctx, p, n);
+    if (q) {
+        heap_add((int64_t)malloc_usable_size(q) - old);
+        on_alloc(q, n);
+    }
+    return q;
+}
+
+static void np_free(void *ctx, void *p, size_t size)
+{
+    if (p) {
+        heap_add(-(int64_t)size);
+        on_free(p);
+    }
+    np_orig.free(ctx, p, size);
+}
+
+int st_pymem_numpy(PyObject *multiarray)
+{
+    if (np_handler || !mem.hooked)
+        return np_handler ? 1 : 0;
+    PyObject *api = PyObject_GetAttrString(multiarray, "_ARRAY_API");
+    void **table = api && PyCapsule_CheckExact(api) ? PyCapsule_GetPointer(api, NULL) : NULL;
+    Py_XDECREF(api);
+    PyObject **def = table ? (PyObject **)table[NP_DEFAULT_HANDLER] : NULL;
+    np_handler_t *h = def && *def && PyCapsule_IsValid(*def, "mem_handler")
+                          ? PyCapsule_GetPointer(*def, "mem_handler")
+                          : NULL;
+    PyErr_Clear();
+    if (!h || h->version != 1 || strncmp(h->name, "default_allocator", sizeof h->name) != 0 ||
+        !h->allocator.malloc || !h->allocator.free)
+        return 0;
+    np_orig = h->allocator;
+    h->allocator.malloc = np_malloc;
+    h->allocator.calloc = np_calloc;
+    h->allocator.realloc = np_realloc;
+    h->allocator.free = np_free;
+    np_handler = h;
+    return 1;
 }
