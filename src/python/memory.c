@@ -58,6 +58,9 @@ static struct {
 /* >0 while a pymalloc-domain hook runs on this thread: the raw allocations it makes
  * (large objects) are its own, not attributed twice. */
 static __thread int nested __attribute__((tls_model("initial-exec")));
+/* Raw-domain calls made while a wrapped allocator ran on this thread (numpy's handler
+ * uses the raw domain on some versions): the heap counted them already. */
+static __thread int raw_calls __attribute__((tls_model("initial-exec")));
 
 /* n bytes allocated by the calling thread: added to its innermost recorded call. */
 static inline void attribute(size_t n)
@@ -342,6 +345,7 @@ static void *raw_malloc(void *ctx, size_t n)
 {
     (void)ctx;
     void *p = mem.raw.malloc(mem.raw.ctx, n);
+    raw_calls += nested > 0;
     if (p) {
         heap_add((int64_t)malloc_usable_size(p));
         if (!nested)
@@ -354,6 +358,7 @@ static void *raw_calloc(void *ctx, size_t n, size_t size)
 {
     (void)ctx;
     void *p = mem.raw.calloc(mem.raw.ctx, n, size);
+    raw_calls += nested > 0;
     if (p) {
         heap_add((int64_t)malloc_usable_size(p));
         if (!nested)
@@ -369,6 +374,7 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
     if (!nested)
         on_free(p);
     void *q = mem.raw.realloc(mem.raw.ctx, p, n);
+    raw_calls += nested > 0;
     if (q) {
         heap_add((int64_t)malloc_usable_size(q) - old);
         if (!nested)
@@ -380,6 +386,7 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
 static void raw_free(void *ctx, void *p)
 {
     (void)ctx;
+    raw_calls += nested > 0;
     if (p) {
         heap_add(-(int64_t)malloc_usable_size(p));
         if (!nested)
@@ -810,11 +817,18 @@ typedef struct {
 static np_allocator_t np_orig;
 static np_handler_t *np_handler;
 
+/* numpy's own call, with the raw domain's calls it makes seen (nested): they count
+ * in the heap already, and are attributed and sampled here, once. */
+#define NP_CALL(call)                                                                    \
+    (raw_calls = 0, nested++, (call))
+
 static void *np_malloc(void *ctx, size_t n)
 {
-    void *p = np_orig.malloc(ctx, n);
+    void *p = NP_CALL(np_orig.malloc(ctx, n));
+    nested--;
     if (p) {
-        heap_add((int64_t)n);
+        if (!raw_calls)
+            heap_add((int64_t)n);
         on_alloc(p, n);
     }
     return p;
@@ -822,9 +836,11 @@ static void *np_malloc(void *ctx, size_t n)
 
 static void *np_calloc(void *ctx, size_t n, size_t size)
 {
-    void *p = np_orig.calloc(ctx, n, size);
+    void *p = NP_CALL(np_orig.calloc(ctx, n, size));
+    nested--;
     if (p) {
-        heap_add((int64_t)(n * size));
+        if (!raw_calls)
+            heap_add((int64_t)(n * size));
         on_alloc(p, n * size);
     }
     return p;
@@ -836,9 +852,11 @@ static void *np_realloc(void *ctx, void *p, size_t n)
 {
     int64_t old = p ? (int64_t)malloc_usable_size(p) : 0;
     on_free(p);
-    void *q = np_orig.realloc(ctx, p, n);
+    void *q = NP_CALL(np_orig.realloc(ctx, p, n));
+    nested--;
     if (q) {
-        heap_add((int64_t)malloc_usable_size(q) - old);
+        if (!raw_calls)
+            heap_add((int64_t)malloc_usable_size(q) - old);
         on_alloc(q, n);
     }
     return q;
@@ -846,12 +864,13 @@ static void *np_realloc(void *ctx, void *p, size_t n)
 
 static void np_free(void *ctx, void *p, size_t size)
 {
-    if (p) {
+    on_free(p);
+    NP_CALL(np_orig.free(ctx, p, size));
+    nested--;
+    if (p && !raw_calls)
         heap_add(-(int64_t)size);
-        on_free(p);
-    }
-    np_orig.free(ctx, p, size);
 }
+#undef NP_CALL
 
 int st_pymem_numpy(PyObject *multiarray)
 {
