@@ -314,7 +314,7 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     /* allocation sites and holdings (--memory heap or sample): what each call path
      * allocates, and what it holds at the peak and at the end; metrics registered
      * before any thread records */
-    if (st_py.memory == ST_PYMEM_HEAP || st_py.memory == ST_PYMEM_SAMPLE)
+    if (st_pymem_counts_heap(st_py.memory))
         add_memory_metrics(st_py.memory == ST_PYMEM_SAMPLE);
     st_py.tracing = st_py.session.tracing;
     /* Stack sampling alone is the cheap mode: the profile hook stays off unless

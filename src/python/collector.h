@@ -73,15 +73,18 @@ void st_pybackend_report(FILE *err);
 static inline int on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
                           PyFrameObject *frame, const int tracing)
 {
-    if (__builtin_expect(st_py.lines, 0))
-        lines_call(ts, co, key); /* whatever the profile's scopes and filters say */
+    codeinfo_t *ci = NULL;
+    if (__builtin_expect(st_py.lines, 0)) {
+        ci = code_info(co);
+        if (ci && ci->lines)
+            lines_call(ts, ci, co, key); /* whatever the profile's scopes and filters say */
+    }
     if (ts->suppress) {
         if (key == ts->suppress)
             ts->suppress_nest++;
         return 0;
     }
-    codeinfo_t *ci = code_info(co);
-    if (!ci)
+    if (!ci && !(ci = code_info(co)))
         return 0;
     if (ts->blocked) {
         /* Outside a -b scope only a call of an @profile function gets through, and

@@ -82,12 +82,11 @@ void st_pylines_mem_line(st_pythread_t *ts, st_pylframe_t *f, int line);
 void st_pylines_mem_return(st_pythread_t *ts, st_pylframe_t *f);
 void st_pylines_report(FILE *err);
 
-/* A call starts (or a generator resumes): a chosen function's is pushed. */
-static inline void lines_call(st_pythread_t *ts, PyCodeObject *co, const void *key)
+/* A call of a chosen function (ci->lines) starts, or its generator resumes: it is
+ * pushed. */
+static inline void lines_call(st_pythread_t *ts, codeinfo_t *ci, PyCodeObject *co,
+                              const void *key)
 {
-    codeinfo_t *ci = code_info(co);
-    if (!ci || !ci->lines)
-        return;
     if (__builtin_expect(!ci->ltab, 0) && st_pylines_choose(ci, co) < 0) {
         ci->lines = 0; /* counted: too many functions, or no memory */
         return;

@@ -1,9 +1,11 @@
 /* Memory for line profiles (see memory.h). */
 #include "python/memory.h"
 
+#include "base/u64map.h"
 #include "core/recorder.h"
 #include "model/model.h"
 #include "python/frames.h"
+#include "python/labels.h"
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -107,8 +109,8 @@ static struct {
     uint64_t samples, lost;
     int estimate_sites;      /* sample mode: the sites' bytes and counts from samples */
     int frames_ok;           /* the frame walker checked: samples know their line */
-    const void **codes;      /* code objects samples point to (references held) */
-    size_t ncodes, capcodes;
+    st_u64map_t codes;       /* code objects samples point to (references held) ->
+                              * their order of first sight */
 } smp = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread int64_t countdown __attribute__((tls_model("initial-exec")));
@@ -174,23 +176,10 @@ static void keep_peak(void)
  * when the results are written; 0 or -1. */
 static int keep_code(const void *code)
 {
-    for (size_t i = smp.ncodes; i-- > 0 && i + 64 >= smp.ncodes;)
-        if (smp.codes[i] == code)
-            return 0; /* the recent ones: most samples come from a few places */
-    for (size_t i = 0; i + 64 < smp.ncodes; i++)
-        if (smp.codes[i] == code)
-            return 0;
-    if (smp.ncodes == smp.capcodes) {
-        size_t cap = smp.capcodes ? 2 * smp.capcodes : 64;
-        const void **v = realloc(smp.codes, cap * sizeof *v);
-        if (!v)
-            return -1;
-        smp.codes = v;
-        smp.capcodes = cap;
-    }
-    Py_INCREF((PyObject *)code);
-    smp.codes[smp.ncodes++] = code;
-    return 0;
+    int rc = st_u64map_put(&smp.codes, (uintptr_t)code, smp.codes.count, NULL);
+    if (rc == 0)
+        Py_INCREF((PyObject *)code);
+    return rc < 0 ? -1 : 0;
 }
 
 static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
@@ -452,12 +441,12 @@ int st_pymem_start(int mode)
     static int atfork;
     if (!atfork++)
         pthread_atfork(NULL, NULL, after_fork_child);
-    if ((mode == ST_PYMEM_HEAP || mode == ST_PYMEM_SAMPLE) && !raw_is_malloc()) {
+    if (st_pymem_counts_heap(mode) && !raw_is_malloc()) {
         mode = ST_PYMEM_RSS;
         mem.fell_back = 1;
         atomic_store(&smp.on, 0);
     }
-    if (mode == ST_PYMEM_HEAP || mode == ST_PYMEM_SAMPLE) {
+    if (st_pymem_counts_heap(mode)) {
         struct mallinfo2 mi = mallinfo2();
         atomic_store(&mem.heap, (int64_t)(mi.uordblks + mi.hblkhd));
         if (!mem.hooked) {
@@ -513,7 +502,7 @@ void st_pymem_stop(void)
 
 int64_t st_pymem_now(void)
 {
-    if (mem.mode == ST_PYMEM_HEAP || mem.mode == ST_PYMEM_SAMPLE)
+    if (st_pymem_counts_heap(mem.mode))
         return atomic_load_explicit(&mem.heap, memory_order_relaxed);
     return mem.mode == ST_PYMEM_RSS ? st_pymem_rss() : 0;
 }
@@ -533,9 +522,7 @@ int64_t st_pymem_rss(void)
 
 const char *st_pymem_name(void)
 {
-    return mem.mode == ST_PYMEM_HEAP || mem.mode == ST_PYMEM_SAMPLE ? "heap"
-           : mem.mode == ST_PYMEM_RSS                             ? "rss"
-                                                                  : NULL;
+    return st_pymem_counts_heap(mem.mode) ? "heap" : mem.mode == ST_PYMEM_RSS ? "rss" : NULL;
 }
 
 void st_pymem_report(FILE *err)
@@ -605,7 +592,7 @@ int st_pymem_series_start(uint64_t interval_ns)
     ser.cap = ST_PYMEM_SERIES_MAX;
     ser.t = malloc(ser.cap * sizeof *ser.t);
     ser.rss = malloc(ser.cap * sizeof *ser.rss);
-    int heap = mem.mode == ST_PYMEM_HEAP || mem.mode == ST_PYMEM_SAMPLE;
+    int heap = st_pymem_counts_heap(mem.mode);
     ser.heap = heap ? malloc(ser.cap * sizeof *ser.heap) : NULL;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -716,16 +703,23 @@ typedef struct {
     uint64_t peak, at_exit;
 } lsum_t;
 
-static int add_lsum(lsum_t **v, size_t *n, size_t *cap, const live_t *s, int at_exit)
+/* Adds sample s to its line's sum (found through `index`: the code's order and the
+ * line -> the sum's place in v). */
+static int add_lsum(lsum_t **v, size_t *n, size_t *cap, st_u64map_t *index, const live_t *s,
+                    int at_exit)
 {
     if (!s->ptr || !s->code)
         return 0;
     int line = PyCode_Addr2Line((PyCodeObject *)s->code, s->idx < 0 ? 0 : 2 * s->idx);
-    for (size_t i = 0; i < *n; i++)
-        if ((*v)[i].code == s->code && (*v)[i].line == line) {
-            *((at_exit) ? &(*v)[i].at_exit : &(*v)[i].peak) += s->weight;
-            return 0;
-        }
+    uint64_t key = (uint64_t)st_u64map_get(&smp.codes, (uintptr_t)s->code) << 32 | (uint32_t)line;
+    uint32_t at;
+    int rc = st_u64map_put(index, key, (uint32_t)*n, &at);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        *(at_exit ? &(*v)[at].at_exit : &(*v)[at].peak) += s->weight;
+        return 0;
+    }
     if (*n == *cap) {
         size_t c = *cap ? 2 * *cap : 64;
         lsum_t *w = realloc(*v, c * sizeof *w);
@@ -757,11 +751,13 @@ size_t st_pymem_lines(st_model_memline_t **out)
     nrows = 0;
     lsum_t *v = NULL;
     size_t n = 0, cap = 0;
+    st_u64map_t index = {0};
     int ok = 0;
     for (size_t i = 0; i < smp.npeak && ok == 0; i++)
-        ok = add_lsum(&v, &n, &cap, &smp.peak[i], 0);
+        ok = add_lsum(&v, &n, &cap, &index, &smp.peak[i], 0);
     for (size_t i = 0; i < smp.cap && ok == 0; i++)
-        ok = add_lsum(&v, &n, &cap, &smp.v[i], 1);
+        ok = add_lsum(&v, &n, &cap, &index, &smp.v[i], 1);
+    st_u64map_free(&index);
     if (n)
         qsort(v, n, sizeof *v, by_bytes);
     if (n > MAX_MEMLINES)
@@ -771,9 +767,13 @@ size_t st_pymem_lines(st_model_memline_t **out)
     PyErr_Fetch(&et, &ev, &tb);
     for (size_t i = 0; rows && i < n; i++) {
         PyCodeObject *co = (PyCodeObject *)v[i].code;
-        const char *qual = PyUnicode_AsUTF8(co->co_qualname);
-        const char *file = PyUnicode_AsUTF8(co->co_filename);
+        /* as the line tables name them (a file name's undecodable bytes as \xNN) */
+        PyObject *hold1 = NULL, *hold2 = NULL;
+        const char *qual = st_pytext_utf8(co->co_qualname, &hold1);
+        const char *file = st_pytext_utf8(co->co_filename, &hold2);
         char *q = strdup(qual ? qual : "?"), *f = strdup(file ? file : "?");
+        Py_XDECREF(hold1);
+        Py_XDECREF(hold2);
         PyErr_Clear();
         if (!q || !f) {
             free(q);

@@ -27,6 +27,12 @@
 
 enum { ST_PYMEM_OFF, ST_PYMEM_HEAP, ST_PYMEM_RSS, ST_PYMEM_SAMPLE };
 
+/* 1 for the modes whose allocator hooks count the heap (heap, sample). */
+static inline int st_pymem_counts_heap(int mode)
+{
+    return mode == ST_PYMEM_HEAP || mode == ST_PYMEM_SAMPLE;
+}
+
 struct st_recorder;
 /* Allocation sites (heap mode): before st_pymem_start, the recorder and the two
  * metrics (bytes, allocations) to which each allocation a recorded thread makes is

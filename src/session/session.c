@@ -623,27 +623,37 @@ static void print_summary(FILE *f, const st_session_t *s, const st_model_t *m, s
  * too long for one; then what the stack sampler did. */
 #define ST_TERMINAL_LINES 10 /* sampled lines shown on the terminal */
 
-static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, const char *name,
-                          int in_file, int first)
+/* A table on the terminal (its file's copy, or rendered when it has no file), or,
+ * when it is too long for one, what it is and where (`what`: "the samples table";
+ * `reprint`: the command that prints it when it has no file). */
+static void print_table(FILE *f, const st_session_t *s, const st_model_t *m, const char *name,
+                        int in_file, int first, render_fn render, int arg, const char *what,
+                        const char *reprint)
 {
-    int arg = (int)s->rec.m_samples;
-    size_t bytes = table_size(s->outdir, name, in_file, render_metric, m, arg);
+    size_t bytes = table_size(s->outdir, name, in_file, render, m, arg);
     if (!first)
         fputc('\n', f);
     if (bytes <= ST_SUMMARY_TABLE_BYTES) {
         if (in_file)
-            copy_file(f, s->outdir, name, render_metric, m, arg);
+            copy_file(f, s->outdir, name, render, m, arg);
         else
-            render_to(f, render_metric, m, arg);
-    } else {
-        char shown[PATH_MAX];
-        fprintf(f, "[strata] the samples table (%.1f MB) is too long for the terminal: %s%s%s\n",
-                (double)bytes / 1e6, in_file ? "it is in " : "`strata report` prints it",
-                in_file ? st_text_printable(shown, sizeof shown, s->outdir_shown) : "",
-                in_file ? "/" : "");
-        if (in_file)
-            fprintf(f, "%s\n", name);
+            render_to(f, render, m, arg);
+        return;
     }
+    char shown[PATH_MAX];
+    fprintf(f, "[strata] %s (%.1f MB) is too long for the terminal: %s%s%s\n", what,
+            (double)bytes / 1e6, in_file ? "it is in " : reprint,
+            in_file ? st_text_printable(shown, sizeof shown, s->outdir_shown) : "",
+            in_file ? "/" : "");
+    if (in_file)
+        fprintf(f, "%s\n", name);
+}
+
+static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, const char *name,
+                          int in_file, int first)
+{
+    print_table(f, s, m, name, in_file, first, render_metric, (int)s->rec.m_samples,
+                "the samples table", "`strata report` prints it");
     /* the hottest lines (sampled_lines.txt has them all) */
     if (m->stacks->nlines) {
         fputc('\n', f);
@@ -661,28 +671,6 @@ static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, c
                    "more\n",
                 st->rate_min, st->rate_max, st->prate_min, st->prate_max, st->clock,
                 (unsigned long long)st->rated, st->rated == 1 ? "" : "s");
-}
-
-/* A line profile on the terminal (its file's copy), as kernprof -l -v and python -m
- * memory_profiler print theirs, or where it is when it is too long for one. */
-static void print_lineprof(FILE *f, const st_session_t *s, const st_model_t *m, const char *name,
-                           int in_file, int first, render_fn render)
-{
-    size_t bytes = table_size(s->outdir, name, in_file, render, m, 0);
-    if (!first)
-        fputc('\n', f);
-    if (bytes <= ST_SUMMARY_TABLE_BYTES) {
-        if (in_file)
-            copy_file(f, s->outdir, name, render, m, 0);
-        else
-            render_to(f, render, m, 0);
-        return;
-    }
-    char shown[PATH_MAX];
-    fprintf(f, "[strata] the line profile (%.1f MB) is too long for the terminal: %s%s%s%s\n",
-            (double)bytes / 1e6, in_file ? "it is in " : "`strata report --format lines|memory` prints it",
-            in_file ? st_text_printable(shown, sizeof shown, s->outdir_shown) : "",
-            in_file ? "/" : "", in_file ? name : "");
 }
 
 /* Memory over time in one line: its samples, its peak, and its files. */
@@ -967,11 +955,14 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         }
         if (samples)
             print_samples(tables, s, &m, samples_name, samples_ok, first);
+        /* the line profiles, as kernprof -l -v and python -m memory_profiler print them */
         if (line_mask & (1u << ST_FMT_LINES))
-            print_lineprof(tables, s, &m, lineprof_name, lineprof_ok, first && !samples,
-                           render_lineprof);
+            print_table(tables, s, &m, lineprof_name, lineprof_ok, first && !samples,
+                        render_lineprof, 0, "the line profile",
+                        "`strata report --format lines` prints it");
         if (line_mask & (1u << ST_FMT_MEMORY))
-            print_lineprof(tables, s, &m, memprof_name, lineprof_ok, 0, render_memprof);
+            print_table(tables, s, &m, memprof_name, lineprof_ok, 0, render_memprof, 0,
+                        "the memory profile", "`strata report --format memory` prints it");
         if (m.memtime && m.memtime->n)
             print_memtime(tables, s, m.memtime);
         if (m.nmemlines) { /* the ten lines holding the most (memory_lines.txt: all) */
