@@ -6,11 +6,13 @@ kernprof's for the same program; and the program runs as it does without strata.
 import io
 import os
 import pickle
+import shutil
+import subprocess
 import sys
 
 import pytest
 
-from conftest import PYTHON, SANITIZED, load_json, run_cmd
+from conftest import PYTHON, SANITIZED, c_compiler, load_json, run_cmd
 
 PROGRAM = """
     import sys, threading
@@ -696,3 +698,101 @@ def test_memory_counts_numpy_arrays(runner, setup):
     assert total("tmp", "exit_bytes") < mib
     heap = prof["memory_over_time"]["heap"]
     assert heap[-1] - heap[0] >= 31 * mib, heap  # make()'s array, alive to the end
+
+
+NATIVE_LIB = r"""
+#include <stdlib.h>
+#include <string.h>
+static void *held[8];
+void grab(size_t n, int i) { held[i] = malloc(n); memset(held[i], 1, n); }
+void drop(int i) { free(held[i]); held[i] = 0; }
+void churn(size_t n, int times)
+{
+    for (int k = 0; k < times; k++) {
+        char *p = calloc(n, 1);
+        p = realloc(p, 2 * n);
+        free(p);
+    }
+}
+"""
+
+NATIVE_CXX = r"""
+#include <vector>
+static std::vector<double> *kept;
+extern "C" void fill(unsigned long n) { kept = new std::vector<double>(n, 1.0); }
+"""
+
+NATIVE = """
+    import ctypes, os, sqlite3
+    import json  # an import after sqlite3's: strata has looked at what it loaded
+
+    lib = ctypes.CDLL(os.path.abspath("libgrab.so"))
+    cxx = ctypes.CDLL(os.path.abspath("libfill.so"))
+    for f in (lib.grab, lib.churn):
+        f.argtypes = [ctypes.c_size_t, ctypes.c_int]
+    cxx.fill.argtypes = [ctypes.c_ulong]
+    MIB = 1 << 20
+
+    @profile
+    def native():
+        lib.grab(40 * MIB, 0)
+        lib.grab(10 * MIB, 1)
+        lib.drop(0)
+        lib.churn(MIB, 3)
+        cxx.fill(2 * MIB)
+        return 0
+
+    def db():
+        con = sqlite3.connect(":memory:")
+        con.execute("create table t(b)")
+        con.execute("insert into t values (zeroblob(24000000))")
+        return con
+
+    native()
+    keep = db()
+    print("ok")
+"""
+
+
+def test_memory_counts_c_libraries(runner):
+    """C libraries allocate with malloc themselves (a ctypes library, C++'s new in
+    libstdc++, sqlite3 under Python's sqlite3 module): --memory counts it with the rest,
+    once: each line's increment is what the line kept, a free counts only what was
+    counted, and what a function keeps is in its call path's bytes at the end."""
+    cc = c_compiler()
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        pytest.skip("no C++ compiler (Debian g++) to build the test library")
+    runner.write("grab.c", NATIVE_LIB)
+    runner.write("fill.cc", NATIVE_CXX)
+    for compiler, src, out in ((cc, "grab.c", "libgrab.so"), (cxx, "fill.cc", "libfill.so")):
+        built = subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", out, src],
+                               cwd=runner.dir, capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr
+    runner.write("native.py", NATIVE)
+    res = runner.strata("--memory", "-o", "r", "native.py")
+    assert res.returncode == 0 and res.stdout == "ok\n", res.describe()
+    mib = 2 ** 20
+    rows = {}
+    for line in (runner.dir / "r" / "memory_profile.txt").read_text().splitlines():
+        parts = line.split()
+        if len(parts) > 5 and parts[0].isdigit() and parts[2] == "MiB":
+            rows[" ".join(parts[6:])] = float(parts[3])
+    def incr(code):
+        return next(v for k, v in rows.items() if k.startswith(code))
+    assert 40 <= incr("lib.grab(40") < 40.1, rows
+    assert 10 <= incr("lib.grab(10") < 10.1, rows
+    assert -40.1 < incr("lib.drop(0)") <= -40, rows
+    assert abs(incr("lib.churn")) < 0.01, rows
+    cxx_bytes = 0 if SANITIZED else 16 * mib  # ASan's runtime is operator new itself
+    assert cxx_bytes <= incr("cxx.fill") * mib < cxx_bytes + 0.1 * mib, rows  # 2 Mi doubles
+    prof = load_json(runner.dir / "r" / "profile.json")
+    def node(label):
+        return next(n for n in prof["threads"][0]["nodes"] if n["label"].split(" ")[0] == label)
+    made = node("native")["metrics"]
+    assert 40 * mib + 10 * mib + 3 * 3 * mib + cxx_bytes <= made["alloc_bytes"], made
+    assert made["alloc_bytes"] < 60 * mib + cxx_bytes, made
+    kept = 10 * mib + cxx_bytes  # sampled: an estimate
+    assert 0.9 * kept < made["exit_bytes"] < 1.1 * kept, made
+    db = node("db")["metrics"]  # the blob in sqlite's pages of 4 KiB
+    assert db["alloc_bytes"] >= 24e6 and db["exit_bytes"] > 0.5 * 24e6, db  # ~46 samples

@@ -5,6 +5,7 @@
 #include "core/recorder.h"
 #include "model/model.h"
 #include "python/frames.h"
+#include "python/memhooks.h"
 #include "python/labels.h"
 
 #define PY_SSIZE_T_CLEAN
@@ -59,10 +60,10 @@ static struct {
 
 /* >0 while a pymalloc-domain hook runs on this thread: the raw allocations it makes
  * (large objects) are its own, not attributed twice. */
-static __thread int nested __attribute__((tls_model("initial-exec")));
+__thread int st_pymem_nested __attribute__((tls_model("initial-exec")));
 /* Raw-domain calls made while a wrapped allocator ran on this thread (numpy's handler
  * uses the raw domain on some versions): the heap counted them already. */
-static __thread int raw_calls __attribute__((tls_model("initial-exec")));
+__thread int st_pymem_raw_calls __attribute__((tls_model("initial-exec")));
 
 /* n bytes allocated by the calling thread: added to its innermost recorded call. */
 static inline void attribute(size_t n)
@@ -279,13 +280,17 @@ static inline void on_free(void *p)
         drop_sample((uintptr_t)p);
 }
 
+void st_pymem_alloc_seen(void *p, size_t n) { on_alloc(p, n); }
+void st_pymem_free_seen(void *p) { on_free(p); }
+void st_pymem_heap_add(int64_t n) { heap_add(n); }
+
 #define SITE_HOOKS(dom)                                                                  \
     static void *dom##_malloc(void *ctx, size_t n)                                       \
     {                                                                                    \
         (void)ctx;                                                                       \
-        nested++;                                                                        \
+        st_pymem_nested++;                                                              \
         void *p = sites.dom.malloc(sites.dom.ctx, n);                                    \
-        nested--;                                                                        \
+        st_pymem_nested--;                                                              \
         if (p)                                                                           \
             on_alloc(p, n);                                                              \
         return p;                                                                        \
@@ -293,9 +298,9 @@ static inline void on_free(void *p)
     static void *dom##_calloc(void *ctx, size_t n, size_t size)                          \
     {                                                                                    \
         (void)ctx;                                                                       \
-        nested++;                                                                        \
+        st_pymem_nested++;                                                              \
         void *p = sites.dom.calloc(sites.dom.ctx, n, size);                              \
-        nested--;                                                                        \
+        st_pymem_nested--;                                                              \
         if (p)                                                                           \
             on_alloc(p, n * size);                                                       \
         return p;                                                                        \
@@ -304,9 +309,9 @@ static inline void on_free(void *p)
     {                                                                                    \
         (void)ctx;                                                                       \
         on_free(old);                                                                    \
-        nested++;                                                                        \
+        st_pymem_nested++;                                                              \
         void *p = sites.dom.realloc(sites.dom.ctx, old, n);                              \
-        nested--;                                                                        \
+        st_pymem_nested--;                                                              \
         if (p)                                                                           \
             on_alloc(p, n);                                                              \
         return p;                                                                        \
@@ -315,9 +320,9 @@ static inline void on_free(void *p)
     {                                                                                    \
         (void)ctx;                                                                       \
         on_free(p);                                                                      \
-        nested++;                                                                        \
+        st_pymem_nested++;                                                              \
         sites.dom.free(sites.dom.ctx, p);                                                \
-        nested--;                                                                        \
+        st_pymem_nested--;                                                              \
     }
 SITE_HOOKS(obj)
 SITE_HOOKS(mem)
@@ -334,10 +339,10 @@ static void *raw_malloc(void *ctx, size_t n)
 {
     (void)ctx;
     void *p = mem.raw.malloc(mem.raw.ctx, n);
-    raw_calls += nested > 0;
+    st_pymem_raw_calls += st_pymem_nested > 0;
     if (p) {
         heap_add((int64_t)malloc_usable_size(p));
-        if (!nested)
+        if (!st_pymem_nested)
             on_alloc(p, n);
     }
     return p;
@@ -347,10 +352,10 @@ static void *raw_calloc(void *ctx, size_t n, size_t size)
 {
     (void)ctx;
     void *p = mem.raw.calloc(mem.raw.ctx, n, size);
-    raw_calls += nested > 0;
+    st_pymem_raw_calls += st_pymem_nested > 0;
     if (p) {
         heap_add((int64_t)malloc_usable_size(p));
-        if (!nested)
+        if (!st_pymem_nested)
             on_alloc(p, n * size);
     }
     return p;
@@ -360,13 +365,13 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
 {
     (void)ctx;
     int64_t old = p ? (int64_t)malloc_usable_size(p) : 0;
-    if (!nested)
+    if (!st_pymem_nested)
         on_free(p);
     void *q = mem.raw.realloc(mem.raw.ctx, p, n);
-    raw_calls += nested > 0;
+    st_pymem_raw_calls += st_pymem_nested > 0;
     if (q) {
         heap_add((int64_t)malloc_usable_size(q) - old);
-        if (!nested)
+        if (!st_pymem_nested)
             on_alloc(q, n);
     }
     return q;
@@ -375,10 +380,10 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
 static void raw_free(void *ctx, void *p)
 {
     (void)ctx;
-    raw_calls += nested > 0;
+    st_pymem_raw_calls += st_pymem_nested > 0;
     if (p) {
         heap_add(-(int64_t)malloc_usable_size(p));
-        if (!nested)
+        if (!st_pymem_nested)
             on_free(p);
     }
     mem.raw.free(mem.raw.ctx, p);
@@ -434,6 +439,7 @@ static void after_fork_child(void)
     pthread_mutex_init(&smp.lock, NULL);
     pthread_mutex_init(&ser.lock, NULL);
     ser.running = 0;
+    st_pymem_native_after_fork();
 }
 
 int st_pymem_start(int mode)
@@ -465,6 +471,7 @@ int st_pymem_start(int mode)
                 PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &pmem);
             }
             mem.hooked = 1;
+            st_pymem_native_start();
         }
     }
     if (!open_statm() && mode == ST_PYMEM_RSS)
@@ -481,6 +488,7 @@ void st_pymem_stop(void)
     atomic_store(&sites.rec, NULL); /* the profile is being written: no more adds */
     if (!mem.hooked)
         return;
+    st_pymem_native_stop();
     PyMemAllocatorEx raw, obj, pmem;
     PyObjectArenaAllocator arena;
     PyMem_GetAllocator(PYMEM_DOMAIN_RAW, &raw);
@@ -499,6 +507,8 @@ void st_pymem_stop(void)
      * them): they pass calls down and count for nobody from now on */
     mem.hooked = 0;
 }
+
+int st_pymem_hooked(void) { return mem.hooked; }
 
 int64_t st_pymem_now(void)
 {
@@ -578,8 +588,10 @@ static void *series_main(void *arg)
         until.tv_nsec = (long)(ns % 1000000000u);
         while (!ser.stop && pthread_cond_timedwait(&ser.cond, &ser.lock, &until) == 0) {
         }
-        if (!ser.stop)
+        if (!ser.stop) {
+            st_pymem_native_poll(); /* objects that came by a dlopen strata did not see */
             take_sample();
+        }
     }
     pthread_mutex_unlock(&ser.lock);
     return NULL;
@@ -789,109 +801,3 @@ size_t st_pymem_lines(st_model_memline_t **out)
     return nrows;
 }
 
-/* ------------------------------------------------------------------------- */
-/* numpy's array data                                                         */
-
-/* numpy (1.22 and later) allocates array data through a handler: a capsule named
- * "mem_handler" holding this struct (numpy/ndarraytypes.h, version 1), its default
- * one reached through the C API table (PyDataMem_DefaultHandler, entry 306). Its
- * functions are called through the struct at every allocation, so strata's wrapped
- * around them in place see every array of every thread and context, those made
- * before too (their frees carry their size). */
-typedef struct {
-    void *ctx;
-    void *(*malloc)(void *ctx, size_t size);
-    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
-    void *(*realloc)(void *ctx, void *ptr, size_t new_size);
-    void (*free)(void *ctx, void *ptr, size_t size);
-} np_allocator_t;
-
-typedef struct {
-    char name[127];
-    uint8_t version;
-    np_allocator_t allocator;
-} np_handler_t;
-
-#define NP_DEFAULT_HANDLER 306
-
-static np_allocator_t np_orig;
-static np_handler_t *np_handler;
-
-/* numpy's own call, with the raw domain's calls it makes seen (nested): they count
- * in the heap already, and are attributed and sampled here, once. */
-#define NP_CALL(call)                                                                    \
-    (raw_calls = 0, nested++, (call))
-
-static void *np_malloc(void *ctx, size_t n)
-{
-    void *p = NP_CALL(np_orig.malloc(ctx, n));
-    nested--;
-    if (p) {
-        if (!raw_calls)
-            heap_add((int64_t)n);
-        on_alloc(p, n);
-    }
-    return p;
-}
-
-static void *np_calloc(void *ctx, size_t n, size_t size)
-{
-    void *p = NP_CALL(np_orig.calloc(ctx, n, size));
-    nested--;
-    if (p) {
-        if (!raw_calls)
-            heap_add((int64_t)(n * size));
-        on_alloc(p, n * size);
-    }
-    return p;
-}
-
-/* numpy's realloc does not say the old size; the heap counts the array's data by
- * malloc's usable size on both sides (numpy's default handler is malloc's). */
-static void *np_realloc(void *ctx, void *p, size_t n)
-{
-    int64_t old = p ? (int64_t)malloc_usable_size(p) : 0;
-    on_free(p);
-    void *q = NP_CALL(np_orig.realloc(ctx, p, n));
-    nested--;
-    if (q) {
-        if (!raw_calls)
-            heap_add((int64_t)malloc_usable_size(q) - old);
-        on_alloc(q, n);
-    }
-    return q;
-}
-
-static void np_free(void *ctx, void *p, size_t size)
-{
-    on_free(p);
-    NP_CALL(np_orig.free(ctx, p, size));
-    nested--;
-    if (p && !raw_calls)
-        heap_add(-(int64_t)size);
-}
-#undef NP_CALL
-
-int st_pymem_numpy(PyObject *multiarray)
-{
-    if (np_handler || !mem.hooked)
-        return np_handler ? 1 : 0;
-    PyObject *api = PyObject_GetAttrString(multiarray, "_ARRAY_API");
-    void **table = api && PyCapsule_CheckExact(api) ? PyCapsule_GetPointer(api, NULL) : NULL;
-    Py_XDECREF(api);
-    PyObject **def = table ? (PyObject **)table[NP_DEFAULT_HANDLER] : NULL;
-    np_handler_t *h = def && *def && PyCapsule_IsValid(*def, "mem_handler")
-                          ? PyCapsule_GetPointer(*def, "mem_handler")
-                          : NULL;
-    PyErr_Clear();
-    if (!h || h->version != 1 || strncmp(h->name, "default_allocator", sizeof h->name) != 0 ||
-        !h->allocator.malloc || !h->allocator.free)
-        return 0;
-    np_orig = h->allocator;
-    h->allocator.malloc = np_malloc;
-    h->allocator.calloc = np_calloc;
-    h->allocator.realloc = np_realloc;
-    h->allocator.free = np_free;
-    np_handler = h;
-    return 1;
-}

@@ -14,8 +14,8 @@
  * Where the raw domain is not malloc (PYTHONMALLOC=debug, -X dev: debug hooks put
  * headers around blocks) malloc_usable_size would misread its blocks: heap falls
  * back to rss, and strata says so. numpy's array data is counted through numpy's
- * memory handler (st_pymem_numpy); other C libraries that call malloc themselves are
- * not in heap: rss sees them.
+ * memory handler (st_pymem_numpy), other C libraries' mallocs through their global
+ * offset tables (memnative.c); each block once (memhooks.h).
  *
  * The hooks are the program's allocator's from the start to the end of profiling; a
  * program that puts its own above them (tracemalloc) keeps them at the end. */

@@ -1,7 +1,11 @@
 /* Unit tests of the core: interning, settings,
- * filters, the command-line parser, and the table and JSON writers. Every figure is
+ * filters, the command-line parser, the table and JSON writers, and redirecting calls
+ * through a global offset table. Every figure is
  * exact because time is injected. Prints "N passed, N failed" and exits non-zero
  * on any failure. */
+#define _GNU_SOURCE /* dl_phdr_info */
+#include <dlfcn.h>
+#include <link.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 #include "core/components.h"
 #include "core/filter.h"
 #include "base/fsutil.h"
+#include "base/gotpatch.h"
 #include "base/number.h"
 #include "core/intern.h"
 #include "model/model.h"
@@ -573,6 +578,40 @@ static void test_fs_out(void)
     CHECK(rmdir(dir) == 0); /* no temporary file left behind */
 }
 
+static int fake_calls;
+static pid_t fake_getppid(void)
+{
+    fake_calls++;
+    return 4242;
+}
+
+static int only_this_program(const struct dl_phdr_info *obj, void *arg)
+{
+    return st_got_holds(obj, arg);
+}
+
+/* The test program's own calls to getppid go where its GOT says, and back. */
+static void test_got(void)
+{
+    void *real = dlsym(RTLD_DEFAULT, "getppid");
+    pid_t parent = getppid();
+    CHECK(real && parent != 4242);
+    st_got_redirect_t to = {"getppid", NULL, (void *)fake_getppid};
+    CHECK(st_got_redirect(&to, 1, only_this_program, (void *)test_got) >= 1);
+    CHECK(getppid() == 4242 && fake_calls == 1);
+    CHECK(st_got_redirect(&to, 1, only_this_program, (void *)test_got) == 0); /* done */
+    st_got_redirect_t other = {"getppid", (void *)real, (void *)fake_getppid};
+    CHECK(st_got_redirect(&other, 1, NULL, NULL) == 0); /* no slot holds real now */
+    st_got_redirect_t back = {"getppid", (void *)fake_getppid, real};
+    CHECK(st_got_redirect(&back, 1, NULL, NULL) >= 1);
+    CHECK(getppid() == parent && fake_calls == 1);
+    unsigned long long loads = st_got_loads();
+    void *lib = dlopen("libz.so.1", RTLD_NOW);
+    CHECK(!lib || st_got_loads() > loads);
+    if (lib)
+        dlclose(lib);
+}
+
 int main(void)
 {
     test_intern();
@@ -585,5 +624,6 @@ int main(void)
     test_numbers();
     test_strbuf_escape_and_stream();
     test_fs_out();
+    test_got();
     return st_check_report();
 }
