@@ -796,3 +796,91 @@ def test_memory_counts_c_libraries(runner):
     assert 0.9 * kept < made["exit_bytes"] < 1.1 * kept, made
     db = node("db")["metrics"]  # the blob in sqlite's pages of 4 KiB
     assert db["alloc_bytes"] >= 24e6 and db["exit_bytes"] > 0.5 * 24e6, db  # ~46 samples
+
+
+def test_everything_together(runner):
+    """-l and --memory with the call tree, the trace, stack sampling and process
+    sampling, in one run and one results folder: the program runs as it does alone
+    (generators, an exception, recursion, three threads); every line's hits are what
+    -l alone counts, and the memory table's occurrences what --memory alone counts;
+    the trace holds every thread's calls of work(), and the samples and the process
+    samples are there."""
+    from test_trace import decode
+    runner.write("prog.py", PROGRAM)
+    runner.write("plain.py", "import builtins\nbuiltins.profile = lambda f: f\n"
+                 "exec(open('prog.py').read())\n")
+    plain = runner.plain("plain.py")
+    env = {"STRATA_USE_PROCESS_SAMPLING": "ON", "STRATA_PROFILE": "ON"}
+    res = runner.strata("-l", "--memory", "--trace", "--sample", "--sample-clock", "wall",
+                        "-f", "2000", "-o", "all",
+                        "prog.py", env=env)
+    assert res.returncode == plain.returncode == 0, res.describe()
+    assert res.stdout == plain.stdout, res.describe()
+    alone = {}
+    for flag in ("-l", "--memory"):
+        one = runner.strata(flag, "-o", flag.strip("-"), "prog.py")
+        assert one.returncode == 0 and one.stdout == plain.stdout, one.describe()
+        alone[flag] = runner.dir / flag.strip("-")
+    every = runner.dir / "all"
+    for name in ("line_profile.txt", "profile.lprof", "memory_profile.txt", "mprofile.dat",
+                 "wall_clock.txt", "samples.txt", "trace.pftrace", "process_sampling.txt"):
+        assert (every / name).exists(), (name, sorted(p.name for p in every.iterdir()))
+    with open(every / "profile.lprof", "rb") as f:
+        ours = hits_of(pickle.load(f).timings)
+    with open(alone["-l"] / "profile.lprof", "rb") as f:
+        assert ours == hits_of(pickle.load(f).timings)
+    occurrences = {k: v[2] for k, v in memory_rows((every / "memory_profile.txt").read_text()).items()}
+    assert occurrences == {k: v[2] for k, v in
+                           memory_rows((alone["--memory"] / "memory_profile.txt").read_text()).items()}
+    trace = decode(every / "trace.pftrace")
+    calls = sum(n for (name, n) in trace.names().items() if name.split(" ")[0] == "work")
+    assert calls == 4, trace.names()
+    prof = load_json(every / "profile.json")
+    assert prof["stack_sampling"]["samples"] > 0
+    assert any(n["metrics"].get("alloc_bytes") for t in prof["threads"] for n in t["nodes"])
+
+
+THREAD_LEAK = """
+    import threading
+    cache = []
+
+    def leak(n):
+        for _ in range(n):
+            cache.append(bytearray(1 << 20))
+
+    def main():
+        leak(20)
+        t = threading.Thread(target=leak, args=(10,), name="worker")
+        t.start()
+        t.join()
+        return t
+
+    kept = main()
+    print("ok")
+"""
+
+
+@pytest.mark.parametrize("profile", ["default", "ON"])
+def test_sampled_memory_without_the_profile(runner, profile):
+    """--memory=sample alone runs no profile hook (the cheap mode, as --sample): each
+    sampled allocation carries its Python stack, which becomes its thread's call path
+    (the worker thread's own, named as threading names it); with STRATA_PROFILE=ON
+    the samples land on the profile's nodes instead, which count calls."""
+    runner.write("tl.py", THREAD_LEAK)
+    env = {} if profile == "default" else {"STRATA_PROFILE": "ON"}
+    res = runner.strata("--memory=sample", "-o", "r", "tl.py", env=env)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.describe()
+    prof = load_json(runner.dir / "r" / "profile.json")
+    threads = {t["name"]: {n["label"].split(" ")[0]: n for n in t["nodes"]}
+               for t in prof["threads"]}
+    mib = 2 ** 20
+    main_leak, worker_leak = threads["MainThread"]["leak"], threads["worker"]["leak"]
+    assert 0.6 * 20 * mib < main_leak["metrics"]["exit_bytes"] < 1.4 * 20 * mib, threads
+    assert 0.6 * 10 * mib < worker_leak["metrics"]["exit_bytes"] < 1.4 * 10 * mib, threads
+    parent = {n["id"]: n["label"].split(" ")[0] for n in prof["threads"][0]["nodes"]}
+    assert parent[main_leak["parent"]] == "main"
+    timed = "wall_clock" in {c["name"] for c in prof["components"]}
+    assert timed == (profile == "ON"), prof["components"]
+    assert (main_leak["count"] == 1) == (profile == "ON"), main_leak
+    assert "BYTES STILL HELD AT THE END" in res.stderr
+    assert (runner.dir / "r" / "wall_clock.txt").exists() == (profile == "ON")

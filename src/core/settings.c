@@ -204,10 +204,12 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                      "memory_profiler's table, the memory over time and what each call path "
                      "allocates and holds: heap (the bytes Python holds, from strata's allocator "
                      "hooks; ON), rss (the resident size, memory_profiler's meaning) or sample "
-                     "(no line table: sampled allocations only, the cheap mode)",
+                     "(no line table and, unless STRATA_PROFILE is set, no call-tree profile: "
+                     "sampled allocations with their stacks, the cheap mode)",
                      "off,heap,rss,sample", LFLAG("--memory", ST_ARG_OPT_BOOL, "MODE", 23,
                                            "Memory of each line of @profile functions: "
-                                           "--memory (heap) or --memory=rss"),
+                                           "--memory (heap) or --memory=rss; "
+                                           "--memory=sample: sampled allocations only"),
                      NO_RANGE},
 };
 

@@ -169,8 +169,6 @@ static char python_version[64];
 static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
 {
     (void)c;
-    if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing && !st_py.lines)
-        return 0; /* nothing to record: the hook stays off */
     if (st_py.memory) {
         st_py.memory = st_pymem_start(st_py.memory);
         st_py.line_memory = st_py.line_memory && st_py.memory != ST_PYMEM_OFF;
@@ -179,6 +177,8 @@ static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
             fprintf(stderr, "strata: warning: memory over time cannot be sampled here (no "
                             "/proc/self/statm or no thread)\n");
     }
+    if (!st_settings_bool(&st_py.settings, ST_S_PROFILE) && !st_py.tracing && !st_py.lines)
+        return 0; /* nothing to record: the hook stays off */
     if (st_pybackend_start() < 0) /* the Python exception says why */
         return st_msg_set(msg, ST_EINVAL, "the profile hook could not be installed");
     s->timed = 1;
@@ -272,7 +272,7 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     Py_RETURN_TRUE;
 }
 
-static void add_memory_metrics(int sampled)
+static void add_memory_metrics(int sampled, int walk_stacks)
 {
     static const struct {
         const char *name, *unit, *desc;
@@ -293,7 +293,7 @@ static void add_memory_metrics(int sampled)
     for (int i = 0; i < 4; i++)
         st_py.session.mem_metrics[st_py.session.nmem_metrics++] = mem_metrics[i];
     st_pymem_sites(&st_py.session.rec, mem_metrics[0], mem_metrics[1]);
-    st_pymem_sample(sampled);
+    st_pymem_sample(sampled, walk_stacks);
 }
 
 static PyObject *py_start(PyObject *self, PyObject *unused)
@@ -311,17 +311,22 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     st_py.session.helper_threads += st_settings_bool(&st_py.settings, ST_S_USE_SAMPLING);
     /* the memory-over-time thread (--memory) */
     st_py.session.helper_threads += st_py.memory != ST_PYMEM_OFF;
+    st_py.tracing = st_py.session.tracing;
+    /* Stack sampling alone, and sampled memory alone, are the cheap modes: the
+     * profile hook stays off unless STRATA_PROFILE was set (file, environment,
+     * program) to have both. */
+    st_settings_t *set = &st_py.settings;
+    if ((st_settings_bool(set, ST_S_USE_SAMPLING) || st_py.memory == ST_PYMEM_SAMPLE) &&
+        set->v[ST_S_PROFILE].source == ST_SRC_DEFAULT)
+        st_settings_set(set, ST_S_PROFILE, "OFF", ST_SRC_DEFAULT, &msg);
     /* allocation sites and holdings (--memory heap or sample): what each call path
      * allocates, and what it holds at the peak and at the end; metrics registered
-     * before any thread records */
+     * before any thread records. Without the profile, sampled allocations carry
+     * their Python stacks instead (memory.c's stack mode). */
+    st_py.session.memory_stacks =
+        st_py.memory == ST_PYMEM_SAMPLE && !st_settings_bool(set, ST_S_PROFILE);
     if (st_pymem_counts_heap(st_py.memory))
-        add_memory_metrics(st_py.memory == ST_PYMEM_SAMPLE);
-    st_py.tracing = st_py.session.tracing;
-    /* Stack sampling alone is the cheap mode: the profile hook stays off unless
-     * STRATA_PROFILE was set (file, environment, program) to have both. */
-    st_settings_t *set = &st_py.settings;
-    if (st_settings_bool(set, ST_S_USE_SAMPLING) && set->v[ST_S_PROFILE].source == ST_SRC_DEFAULT)
-        st_settings_set(set, ST_S_PROFILE, "OFF", ST_SRC_DEFAULT, &msg);
+        add_memory_metrics(st_py.memory == ST_PYMEM_SAMPLE, st_py.session.memory_stacks);
     /* the sampler first: it stops last, after the hook, and folds its samples then */
     int rc = st_session_add_collector(&st_py.session, &st_pysampler_collector);
     if (rc == 0)

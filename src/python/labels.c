@@ -457,3 +457,18 @@ __attribute__((noinline, cold)) cfunc_entry_t *st_pylabel_cmethod(const PyMethod
 {
     return cfunc_entry(ml, self, NULL);
 }
+
+uint32_t st_pylabel_of(PyCodeObject *co)
+{
+    /* 3.13+: the `__init__` cleanup shim, a static code object in read-only memory
+     * (no extra slot can be set on it) that sys._getframe hides: left out too */
+    if (PyUnicode_Check(co->co_name) && PyUnicode_Check(co->co_filename) &&
+        PyUnicode_CompareWithASCIIString(co->co_name, "__init__") == 0 &&
+        PyUnicode_CompareWithASCIIString(co->co_filename, "__init__") == 0 &&
+        PyCode_Addr2Line(co, 0) < 0)
+        return ST_PATH_NONE;
+    codeinfo_t *ci = code_info(co);
+    if (!ci || !ci->keep)
+        return ST_PATH_NONE;
+    return ci->label != ST_PATH_NONE ? ci->label : st_pylabel_resolve(ci, co);
+}

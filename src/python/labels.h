@@ -25,6 +25,10 @@ codeinfo_t *st_pylabel_code_info(PyCodeObject *co);
  * ST_PATH_NONE when out of memory. Called only when a thread can record the call
  * (st_rec_can_grow), so that labels stay bounded by the nodes. */
 uint32_t st_pylabel_resolve(codeinfo_t *ci, PyCodeObject *co);
+/* The label of code `co` as the deterministic profile makes it, or ST_PATH_NONE
+ * when the profile leaves the code out (filters, strata's own): for collectors that
+ * name code objects after the fact (the samplers). */
+uint32_t st_pylabel_of(PyCodeObject *co);
 /* frame NULL: the running frame (PyEval_GetFrame), used only if its code is co. */
 uint32_t st_pylabel_args(PyFrameObject *frame, PyCodeObject *co, uint32_t fallback);
 /* A PyCFunction's label and verdict; NULL if fn is none or memory runs out. */

@@ -7,6 +7,7 @@
 #include "python/frames.h"
 #include "python/memhooks.h"
 #include "python/labels.h"
+#include "python/threads.h"
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -95,7 +96,23 @@ typedef struct {
     int32_t idx;             /* the innermost Python frame's instruction, with code */
     const void *code;        /* its code object (a reference in codes), or NULL */
     uint64_t weight;
+    uint32_t stack;          /* its Python stack (stack mode), or ST_PATH_NONE */
 } live_t;
+
+/* Stack mode (sample mode without the call-tree profile: no hook gives the call
+ * path): each sample's Python stack is walked and interned, innermost first, per
+ * thread; after the run each stack becomes a call path of its thread, named as the
+ * profile names code. At most MAX_STACKS stacks of MAX_FRAMES frames (deeper frames
+ * cut); samples past that count for no call path (said as lost). */
+#define MAX_FRAMES 64
+#define MAX_STACKS 65536
+
+typedef struct {
+    uint64_t tid;            /* the thread's kernel id */
+    unsigned long ident;     /* its Python id (threading's name for it) */
+    uint32_t first, n;       /* its frames: smp.frames[first .. first + n) */
+    uint64_t bytes, count;   /* the allocations made from it (estimated) */
+} mstack_t;
 
 static struct {
     _Atomic int on;
@@ -112,6 +129,12 @@ static struct {
     int frames_ok;           /* the frame walker checked: samples know their line */
     st_u64map_t codes;       /* code objects samples point to (references held) ->
                               * their order of first sight */
+    int walk_stacks;         /* stack mode */
+    mstack_t *stacks;
+    uint32_t nstacks, capstacks;
+    const void **frames;     /* the stacks' code objects (held in codes) */
+    size_t nframes, capframes;
+    st_u64map_t stack_index; /* a stack's hash -> its id */
 } smp = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread int64_t countdown __attribute__((tls_model("initial-exec")));
@@ -183,6 +206,58 @@ static int keep_code(const void *code)
     return rc < 0 ? -1 : 0;
 }
 
+/* The id of the stack of n frames (innermost first) of thread tid, made if new
+ * (lock and GIL held); ST_PATH_NONE when the stacks are full or memory runs out. */
+static uint32_t intern_stack(const st_pyframe_t *fr, int n, uint64_t tid, unsigned long ident)
+{
+    uint64_t h = 1469598103934665603ull ^ tid;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uintptr_t)fr[i].code) * 1099511628211ull;
+    uint64_t key = h == UINT64_MAX ? 0 : h;
+    for (;;) {
+        uint32_t id = st_u64map_get(&smp.stack_index, key);
+        if (id == UINT32_MAX)
+            break;
+        const mstack_t *st = &smp.stacks[id];
+        int same = st->tid == tid && st->n == (uint32_t)n;
+        for (int i = 0; same && i < n; i++)
+            same = smp.frames[st->first + i] == fr[i].code;
+        if (same)
+            return id;
+        key = st_u64map_next_key(key);
+    }
+    if (smp.nstacks == MAX_STACKS)
+        return ST_PATH_NONE;
+    if (smp.nstacks == smp.capstacks) {
+        uint32_t cap = smp.capstacks ? 2 * smp.capstacks : 256;
+        mstack_t *v = realloc(smp.stacks, cap * sizeof *v);
+        if (!v)
+            return ST_PATH_NONE;
+        smp.stacks = v;
+        smp.capstacks = cap;
+    }
+    if (smp.nframes + (size_t)n > smp.capframes) {
+        size_t cap = smp.capframes ? 2 * smp.capframes : 4096;
+        while (cap < smp.nframes + (size_t)n)
+            cap *= 2;
+        const void **v = realloc(smp.frames, cap * sizeof *v);
+        if (!v)
+            return ST_PATH_NONE;
+        smp.frames = v;
+        smp.capframes = cap;
+    }
+    for (int i = 0; i < n; i++)
+        if (keep_code(fr[i].code) < 0)
+            return ST_PATH_NONE;
+    if (st_u64map_put(&smp.stack_index, key, smp.nstacks, NULL) < 0)
+        return ST_PATH_NONE;
+    for (int i = 0; i < n; i++)
+        smp.frames[smp.nframes + (size_t)i] = fr[i].code;
+    smp.stacks[smp.nstacks] = (mstack_t){tid, ident, (uint32_t)smp.nframes, (uint32_t)n, 0, 0};
+    smp.nframes += (size_t)n;
+    return smp.nstacks++;
+}
+
 static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
 {
     countdown = next_gap();
@@ -192,11 +267,14 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
     st_rec_thread_t *th = rec ? st_rec_self_sig(rec) : NULL;
     uint32_t node = th && th->depth ? th->stack[th->depth - 1].node : ST_PATH_NONE;
     /* the line: the innermost Python frame, read without the API (nothing allocated
-     * here), when this thread holds the GIL (its frames are its own to read) */
-    st_pyframe_t fr = {NULL, -1};
-    if (smp.frames_ok && PyGILState_Check() &&
-        st_pyframes_walk(PyThreadState_Get(), &fr, 1) != 1)
-        fr.code = NULL;
+     * here), when this thread holds the GIL (its frames are its own to read); in
+     * stack mode the whole stack */
+    st_pyframe_t frs[MAX_FRAMES];
+    int nf = 0;
+    PyThreadState *ts = smp.frames_ok && PyGILState_Check() ? PyThreadState_Get() : NULL;
+    if (ts)
+        nf = st_pyframes_walk(ts, frs, smp.walk_stacks ? MAX_FRAMES : 1);
+    st_pyframe_t fr = nf > 0 ? frs[0] : (st_pyframe_t){NULL, -1};
     if (th && smp.estimate_sites) {
         st_rec_add_top(th, sites.bytes, weight);
         st_rec_add_top(th, sites.count, (uint64_t)((double)weight / (double)(n ? n : 1) + 0.5));
@@ -217,7 +295,16 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
         smp.total -= smp.v[j].weight; /* an address reused without our seeing its free */
     if (fr.code && keep_code(fr.code) < 0)
         fr.code = NULL;
-    smp.v[j] = (live_t){key, th, node, fr.idx, fr.code, weight};
+    uint32_t stack = ST_PATH_NONE;
+    if (smp.walk_stacks && nf > 0) {
+        stack = intern_stack(frs, nf, (uint64_t)ts->native_thread_id, ts->thread_id);
+        if (stack != ST_PATH_NONE) {
+            smp.stacks[stack].bytes += weight;
+            smp.stacks[stack].count += (uint64_t)((double)weight / (double)(n ? n : 1) + 0.5);
+        } else
+            smp.lost++;
+    }
+    smp.v[j] = (live_t){key, th, node, fr.idx, fr.code, weight, stack};
     uint64_t bit = hash_ptr(key) % FILTER_BITS;
     atomic_fetch_or_explicit(&smp.filter[bit / 64], 1ull << (bit % 64), memory_order_relaxed);
     smp.total += weight;
@@ -674,19 +761,65 @@ size_t st_pymem_series(const uint64_t **t, const int64_t **rss, const int64_t **
 /* ------------------------------------------------------------------------- */
 /* Holdings                                                                   */
 
-void st_pymem_sample(int estimate_sites)
+void st_pymem_sample(int estimate_sites, int walk_stacks)
 {
     smp.estimate_sites = estimate_sites;
+    smp.walk_stacks = walk_stacks;
     smp.frames_ok = st_pyframes_check(NULL) == 0;
     atomic_store(&smp.on, 1);
 }
 
-/* Adds each sample's bytes to its call path's cell of `metric`. */
-static void add_holdings(const live_t *v, size_t n, uint32_t metric)
+/* Stack mode: each stack's thread and call path (GIL held, before the recorder is
+ * sealed), made from its frames outermost first as the profile names them (frames
+ * it leaves out are skipped); the stack's estimated allocations added to it. */
+static void make_stack_paths(st_recorder_t *rec, st_rec_thread_t **th, uint32_t *node)
 {
-    for (size_t i = 0; i < n; i++)
-        if (v[i].ptr && v[i].th && v[i].node != ST_PATH_NONE)
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    for (uint32_t k = 0; k < smp.nstacks; k++) {
+        const mstack_t *st = &smp.stacks[k];
+        th[k] = NULL;
+        node[k] = ST_PATH_NONE;
+        for (uint32_t j = 0; j < k && !th[k]; j++) /* the thread of an earlier stack */
+            if (smp.stacks[j].tid == st->tid && th[j])
+                th[k] = th[j];
+        if (!th[k] && (th[k] = st_rec_register_tid(rec, st->tid)) != NULL &&
+            strncmp(th[k]->name, "Thread-", 7) == 0) {
+            char name[64];
+            st_pythread_name(st->ident, name, sizeof name);
+            st_rec_thread_name(th[k], name);
+        }
+        if (!th[k])
+            continue;
+        uint32_t at = 0;
+        for (uint32_t i = st->n; i-- > 0 && at != ST_PATH_NONE;) {
+            uint32_t label = st_pylabel_of((PyCodeObject *)smp.frames[st->first + i]);
+            if (label != ST_PATH_NONE)
+                at = st_pathtab_child(&th[k]->paths, at, label);
+        }
+        if (at == 0 || at == ST_PATH_NONE)
+            continue; /* every frame left out, or the node limit */
+        node[k] = at;
+        st_rec_add_node(th[k], sites.bytes, at, st->bytes);
+        st_rec_add_node(th[k], sites.count, at, st->count);
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
+/* Adds each sample's bytes to its call path's cell of `metric` (in stack mode, its
+ * stack's). */
+static void add_holdings(const live_t *v, size_t n, uint32_t metric, st_rec_thread_t **sth,
+                         const uint32_t *snode)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].ptr)
+            continue;
+        if (v[i].th && v[i].node != ST_PATH_NONE)
             st_rec_add_node(v[i].th, metric, v[i].node, v[i].weight);
+        else if (sth && v[i].stack != ST_PATH_NONE && snode[v[i].stack] != ST_PATH_NONE)
+            st_rec_add_node(sth[v[i].stack], metric, snode[v[i].stack], v[i].weight);
+    }
 }
 
 void st_pymem_holdings(uint32_t peak, uint32_t at_exit, st_pymem_holdings_t *out)
@@ -695,8 +828,25 @@ void st_pymem_holdings(uint32_t peak, uint32_t at_exit, st_pymem_holdings_t *out
     pthread_mutex_lock(&smp.lock);
     if (smp.total > smp.peak_total)
         keep_peak();
-    add_holdings(smp.peak, smp.npeak, peak);
-    add_holdings(smp.v, smp.cap, at_exit);
+    st_recorder_t *rec = atomic_load(&sites.rec);
+    st_rec_thread_t **sth = NULL;
+    uint32_t *snode = NULL;
+    if (smp.nstacks && rec) {
+        sth = malloc(smp.nstacks * sizeof *sth);
+        snode = malloc(smp.nstacks * sizeof *snode);
+        if (sth && snode)
+            make_stack_paths(rec, sth, snode);
+        else {
+            free(sth);
+            free(snode);
+            sth = NULL;
+            snode = NULL;
+        }
+    }
+    add_holdings(smp.peak, smp.npeak, peak, sth, snode);
+    add_holdings(smp.v, smp.cap, at_exit, sth, snode);
+    free(sth);
+    free(snode);
     out->peak_bytes = smp.peak_total;
     out->exit_bytes = smp.total;
     out->samples = smp.samples;

@@ -45,13 +45,15 @@ void st_pymem_sites(struct st_recorder *rec, uint32_t bytes, uint32_t count);
  * allocation in 512 KiB on average (each byte with the same chance), each standing
  * for its bytes over that chance, kept while it lives. st_pymem_sample switches it on
  * (before st_pymem_start; estimate_sites: the sites' bytes and counts come from the
- * samples too, the cheap mode); st_pymem_holdings, when profiling stops, adds the live
+ * samples too, the cheap mode; walk_stacks: no call-tree profile runs, and each
+ * sample keeps its Python stack, a call path of its thread after the run: stack
+ * mode); st_pymem_holdings, when profiling stops, adds the live
  * samples' bytes at the peak and at the end to each call path's `peak` and `at_exit`
  * metric cells and says what they add up to. */
 typedef struct {
     uint64_t peak_bytes, exit_bytes, samples, lost;
 } st_pymem_holdings_t;
-void st_pymem_sample(int estimate_sites);
+void st_pymem_sample(int estimate_sites, int walk_stacks);
 void st_pymem_holdings(uint32_t peak, uint32_t at_exit, st_pymem_holdings_t *out);
 
 /* numpy's array data (heap and sample modes): strata's counting is put around numpy's

@@ -147,23 +147,6 @@ static void hold_new_codes(void)
     }
 }
 
-/* The label of code `co` as the deterministic profile makes it, or ST_PATH_NONE
- * when the profile leaves the code out (filters, strata's own). */
-static uint32_t label_of(PyCodeObject *co)
-{
-    /* 3.13+: the `__init__` cleanup shim, a static code object in read-only memory
-     * (no extra slot can be set on it) that sys._getframe hides: left out too */
-    if (PyUnicode_Check(co->co_name) && PyUnicode_Check(co->co_filename) &&
-        PyUnicode_CompareWithASCIIString(co->co_name, "__init__") == 0 &&
-        PyUnicode_CompareWithASCIIString(co->co_filename, "__init__") == 0 &&
-        PyCode_Addr2Line(co, 0) < 0)
-        return ST_PATH_NONE;
-    codeinfo_t *ci = code_info(co);
-    if (!ci || !ci->keep)
-        return ST_PATH_NONE;
-    return ci->label != ST_PATH_NONE ? ci->label : st_pylabel_resolve(ci, co);
-}
-
 #if PY_VERSION_HEX >= 0x030C0000
 /* A code object dies: if the table has an entry for it not yet held, the entry is
  * named now and retired (TOMB), so that a code object made later at the same
@@ -176,7 +159,7 @@ static int on_code_event(PyCodeEvent event, PyCodeObject *co)
     if (i != ST_ADDRTAB_NONE && !sp.held[i]) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        uint32_t label = label_of(co);
+        uint32_t label = st_pylabel_of(co);
         sp.names[i] = label >= NAME_UNKNOWN - 1 ? NAME_LEFT_OUT : label + 1;
         PyErr_Restore(et, ev, tb);
         st_addrtab_set_key(&sp.codes, i, TOMB);
@@ -444,7 +427,7 @@ static uint32_t *code_labels(void)
         if (i == ST_ADDRTAB_NONE)
             continue;
         if (sp.held[i])
-            map[i] = label_of((PyCodeObject *)sp.held[i]);
+            map[i] = st_pylabel_of((PyCodeObject *)sp.held[i]);
         else if (sp.names[i] == NAME_LEFT_OUT)
             map[i] = ST_PATH_NONE; /* named by the watcher: left out */
         else if (sp.names[i] != NAME_NONE && sp.names[i] != NAME_UNKNOWN)

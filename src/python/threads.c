@@ -24,6 +24,32 @@ static PyObject *threading_thread(unsigned long ident)
     return t;
 }
 
+/* A thread that has ended, as threading still knows it: the Thread objects alive
+ * are in threading._dangling (a WeakSet), ended ones keep their ident. One with that
+ * ident (an ident may have been reused: then any of them), or NULL. */
+static PyObject *ended_thread(unsigned long ident)
+{
+    PyObject *modname = PyUnicode_FromString("threading");
+    PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
+    Py_XDECREF(modname);
+    PyObject *all = threading ? PyObject_GetAttrString(threading, "_dangling") : NULL;
+    PyObject *it = all ? PyObject_GetIter(all) : NULL, *t, *found = NULL;
+    while (it && (t = PyIter_Next(it)) != NULL) {
+        PyObject *id = PyObject_GetAttrString(t, "ident");
+        if (id && PyLong_Check(id) && PyLong_AsUnsignedLong(id) == ident) {
+            Py_XDECREF(found);
+            found = t;
+        } else
+            Py_DECREF(t);
+        Py_XDECREF(id);
+    }
+    Py_XDECREF(it);
+    Py_XDECREF(all);
+    Py_XDECREF(threading);
+    PyErr_Clear();
+    return found;
+}
+
 int st_pythread_name(unsigned long ident, char *buf, size_t size)
 {
     int found = 0;
@@ -31,6 +57,8 @@ int st_pythread_name(unsigned long ident, char *buf, size_t size)
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *t = threading_thread(ident);
+    if (!t)
+        t = ended_thread(ident);
     PyObject *name = t ? PyObject_GetAttrString(t, "name") : NULL;
     const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
     if (s) {

@@ -53,7 +53,8 @@ st_rec_thread_t *st_pythread_rec(st_pythread_t *ts);
  * thread yet. NULL when out of memory. */
 st_rec_thread_t *st_pythread_rec_early(st_pythread_t *ts);
 st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid);
-/* The name threading gives thread `ident` into buf (returns 1), or a made-up one,
+/* The name threading gives thread `ident` into buf (returns 1; a thread that ended
+ * while the program still holds its Thread object included), or a made-up one,
  * "Thread-<ident>" (returns 0: threading does not know it, or not yet). */
 int st_pythread_name(unsigned long ident, char *buf, size_t size);
 

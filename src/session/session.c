@@ -783,7 +783,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         .metrics = &s->rec.metrics,
         .settings = &s->settings,
         /* a run that only sampled stacks timed no call */
-        .components = s->stack_sampling && !s->timed ? 0 : s->components,
+        .components = (s->stack_sampling || s->memory_stacks) && !s->timed ? 0 : s->components,
         .command = (const char *const *)s->command,
         .ncommand = s->ncommand,
         .clock_name = clock_name,
@@ -859,9 +859,10 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
      * row */
     uint32_t extra[ST_SESSION_MAX_EXTRA];
     uint32_t nextra = extra_tables(s, extra);
+    int metric_tables = (profile || s->memory_stacks) && text;
     char extra_names[ST_SESSION_MAX_EXTRA][96];
     int extra_ok[ST_SESSION_MAX_EXTRA] = {0};
-    for (uint32_t i = 0; i < nextra && profile && text; i++) {
+    for (uint32_t i = 0; i < nextra && metric_tables; i++) {
         char base[64];
         st_metric_file_base(st_metrics_get(&s->rec.metrics, extra[i])->name, base, sizeof base);
         st_session_file_name(s, base, ".txt", extra_names[i], sizeof extra_names[i]);
@@ -921,7 +922,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                                              c | precision << 8);
                 bytes = one_size > SIZE_MAX - bytes - 1 ? SIZE_MAX : bytes + one_size + 1;
             }
-        for (uint32_t i = 0; i < nextra && profile && text; i++) {
+        for (uint32_t i = 0; i < nextra && metric_tables; i++) {
             size_t one_size = table_size(s->outdir, extra_names[i], extra_ok[i], render_metric,
                                          &m, (int)extra[i]);
             bytes = one_size > SIZE_MAX - bytes - 1 ? SIZE_MAX : bytes + one_size + 1;
@@ -942,7 +943,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
                 else
                     render_to(tables, render_table, &m, c | precision << 8);
             }
-            for (uint32_t i = 0; i < nextra && profile && text; i++) {
+            for (uint32_t i = 0; i < nextra && metric_tables; i++) {
                 int id = (int)extra[i];
                 if (!first)
                     fputc('\n', tables);

@@ -50,6 +50,8 @@ typedef struct st_session {
                             * the sampler leaves them out of the program's */
     int timed;             /* a collector times calls (the profile hook runs) */
     int stack_sampling;    /* a stack sampler ran (its collector sets it) */
+    int memory_stacks;     /* sampled allocations carry their stacks (--memory=sample
+                            * without the profile): the memory metrics have tables */
     int stack_failed;      /* its samples could not all be folded (memory, spill) */
     st_model_stacks_t stacks; /* what the stack sampler contributes */
     /* the stack sampler's frames: sampled id f is the labels
