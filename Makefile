@@ -21,7 +21,7 @@ PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev g++
 # gfortran builds the Fortran API's test program, libomp-dev (LLVM's OpenMP, with OMPT)
 # the OpenMP one, libtrilinos-kokkos-dev (Trilinos' Kokkos 3) a real Kokkos program.
 TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev gfortran \
-             libomp-dev mpich libmpich-dev libtrilinos-kokkos-dev
+             libomp-dev mpich libmpich-dev libtrilinos-kokkos-dev librsvg2-bin
 
 .PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 bench bench-recorder clean fuzz
 

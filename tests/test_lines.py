@@ -489,6 +489,19 @@ def test_memory_over_time(runner, strata_bin):
     assert rep.returncode == 0, rep.describe()
     for name in ("mprofile.dat", "memplot.svg"):
         assert (runner.dir / "again" / name).read_bytes() == (runner.dir / "r" / name).read_bytes()
+    # the same plot as PNG, mprof plot's format, through librsvg's rsvg-convert
+    if not shutil.which("rsvg-convert"):
+        pytest.skip("librsvg's rsvg-convert is not installed (Debian librsvg2-bin)")
+    png = runner.run([strata_bin, "report", "--format", "memplot-png", "-o", "plot.png",
+                      "r/profile.json"])
+    assert png.returncode == 0, png.describe()
+    data = (runner.dir / "plot.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    assert int.from_bytes(data[16:20], "big") == 900  # the plot's width
+    no_tool = runner.run([strata_bin, "report", "--format", "memplot-png", "-o", "p2.png",
+                          "r/profile.json"], env={"PATH": "/nonexistent"})
+    assert no_tool.returncode == 2 and not (runner.dir / "p2.png").exists(), no_tool.describe()
+    assert no_tool.stderr.startswith("strata: error: ") and "rsvg-convert" in no_tool.stderr
 
 
 def test_memory_over_time_without_chosen_functions(runner):

@@ -151,7 +151,7 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                              "Formats written into the results folder when the program ends "
                              "(strata report renders any of them later from profile.json)",
                              "text,json,pstats,dot,png,svg,folded,speedscope,callgrind,html,lines,lprof,memory,"
-                             "mprof,memplot",
+                             "mprof,memplot,memplot-png",
                              NOFLAG, NO_RANGE},
     [ST_S_USE_SAMPLING] = {"use_sampling", "STRATA_USE_SAMPLING", ST_TYPE_BOOL, "OFF", "sampling",
                            "Sample every thread's call stack (Python frames) periodically; "

@@ -82,6 +82,8 @@ void st_profile_free(st_profile_t *p)
         free((char *)p->memlines[i].file);
     }
     free(p->memlines);
+    st_u64map_free(&p->lfunc_index);
+    st_u64map_free(&p->memline_index);
     free(p->gpu_note);
     free(p->python_version);
     free(p->clock_name);
@@ -257,19 +259,80 @@ static int sum_rows(st_model_lfunc_t *a, const st_model_lrow_t *b, size_t nb)
     return 0;
 }
 
+/* Finding a function's or a line's entry among many (merges of many runs) in time
+ * linear in them: an index from the hash of (file, function, line) to the entry's
+ * place, made again from the entries when it does not count them all (it was
+ * emptied when they moved, or an entry failed). */
+typedef struct {
+    const char *file, *function;
+    uint32_t line;
+} place_t;
+typedef place_t (*place_of_t)(const st_profile_t *p, size_t i);
+
+static place_t lfunc_place(const st_profile_t *p, size_t i)
+{
+    return (place_t){p->lfuncs[i].file, p->lfuncs[i].function, p->lfuncs[i].first_line};
+}
+
+static place_t memline_place(const st_profile_t *p, size_t i)
+{
+    return (place_t){p->memlines[i].file, p->memlines[i].function, p->memlines[i].line};
+}
+
+static uint64_t place_key(place_t w)
+{
+    uint64_t k = st_u64map_text_key(w.function, st_u64map_text_key(w.file, w.line));
+    return k == UINT64_MAX ? 0 : k;
+}
+
+/* The place of `want` among the n entries place_of reads, or UINT32_MAX with *key
+ * the index's free key for it; ST_ENOMEM when the index cannot be made. */
+static int64_t find_place(const st_profile_t *p, st_u64map_t *index, size_t n,
+                          place_of_t place_of, place_t want, uint64_t *key)
+{
+    if (index->count != n) {
+        st_u64map_free(index);
+        *index = (st_u64map_t){0};
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = place_key(place_of(p, i));
+            while (st_u64map_get(index, k) != UINT32_MAX)
+                k = st_u64map_next_key(k);
+            if (st_u64map_put(index, k, (uint32_t)i, NULL) < 0)
+                return ST_ENOMEM;
+        }
+    }
+    uint64_t k = place_key(want);
+    for (;;) {
+        uint32_t at = st_u64map_get(index, k);
+        if (at == UINT32_MAX)
+            break;
+        place_t a = place_of(p, at);
+        if (a.line == want.line && strcmp(a.file, want.file) == 0 &&
+            strcmp(a.function, want.function) == 0)
+            return at;
+        k = st_u64map_next_key(k);
+    }
+    *key = k;
+    return UINT32_MAX;
+}
+
 int st_profile_add_lfunc(st_profile_t *p, const st_model_lfunc_t *f)
 {
-    for (size_t i = 0; i < p->nlfuncs; i++) {
-        st_model_lfunc_t *a = &p->lfuncs[i];
-        if (a->first_line != f->first_line || strcmp(a->file, f->file) != 0 ||
-            strcmp(a->function, f->function) != 0)
-            continue;
+    uint64_t key;
+    int64_t at = find_place(p, &p->lfunc_index, p->nlfuncs, lfunc_place,
+                            (place_t){f->file, f->function, f->first_line}, &key);
+    if (at < 0)
+        return ST_ENOMEM;
+    if (at != UINT32_MAX) {
+        st_model_lfunc_t *a = &p->lfuncs[at];
         if (sum_rows(a, f->rows, f->nrows) < 0)
             return ST_ENOMEM;
         if (!a->source && copy_source(a, f) < 0)
             return ST_ENOMEM;
         return 0;
     }
+    if (st_u64map_put(&p->lfunc_index, key, (uint32_t)p->nlfuncs, NULL) < 0)
+        return ST_ENOMEM;
     if (p->nlfuncs == p->caplfuncs) {
         size_t cap = p->caplfuncs ? 2 * p->caplfuncs : 8;
         st_model_lfunc_t *v = realloc(p->lfuncs, cap * sizeof *v);
@@ -287,7 +350,7 @@ int st_profile_add_lfunc(st_profile_t *p, const st_model_lfunc_t *f)
         rc = copy_source(a, f);
     if (rc < 0) {
         st_profile_lfunc_free(a);
-        return rc;
+        return rc; /* the index counts the entry not made: it is made again */
     }
     p->nlfuncs++;
     st_profile_sync(p);
@@ -330,14 +393,15 @@ int st_profile_set_memtime(st_profile_t *p, const st_model_memtime_t *mt)
 
 int st_profile_add_memline(st_profile_t *p, const st_model_memline_t *l)
 {
-    for (size_t i = 0; i < p->nmemlines; i++) {
-        st_model_memline_t *a = &p->memlines[i];
-        if (a->line == l->line && strcmp(a->file, l->file) == 0 &&
-            strcmp(a->function, l->function) == 0) {
-            a->peak += l->peak;
-            a->at_exit += l->at_exit;
-            return 0;
-        }
+    uint64_t key;
+    int64_t at = find_place(p, &p->memline_index, p->nmemlines, memline_place,
+                            (place_t){l->file, l->function, l->line}, &key);
+    if (at < 0)
+        return ST_ENOMEM;
+    if (at != UINT32_MAX) {
+        p->memlines[at].peak += l->peak;
+        p->memlines[at].at_exit += l->at_exit;
+        return 0;
     }
     if (p->nmemlines == p->capmemlines) {
         size_t cap = p->capmemlines ? 2 * p->capmemlines : 32;
@@ -348,7 +412,7 @@ int st_profile_add_memline(st_profile_t *p, const st_model_memline_t *l)
         p->capmemlines = cap;
     }
     char *f = strdup(l->function), *w = strdup(l->file);
-    if (!f || !w) {
+    if (!f || !w || st_u64map_put(&p->memline_index, key, (uint32_t)p->nmemlines, NULL) < 0) {
         free(f);
         free(w);
         return ST_ENOMEM;
@@ -373,5 +437,7 @@ void st_profile_memlines_done(st_profile_t *p)
 {
     if (p->nmemlines)
         qsort(p->memlines, p->nmemlines, sizeof *p->memlines, by_peak);
+    st_u64map_free(&p->memline_index); /* the lines moved */
+    p->memline_index = (st_u64map_t){0};
     st_profile_sync(p);
 }

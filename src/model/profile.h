@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/u64map.h"
 #include "core/intern.h"
 #include "core/loctab.h"
 #include "core/metrics.h"
@@ -45,6 +46,8 @@ typedef struct {
     int has_memtime;
     st_model_memline_t *memlines; /* texts owned */
     size_t nmemlines, capmemlines;
+    st_u64map_t lfunc_index;      /* (file, function, line) -> place in lfuncs */
+    st_u64map_t memline_index;    /* ... in memlines (made again when they move) */
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;

@@ -152,9 +152,17 @@ int st_formats_check_tools(unsigned mask, const char *what, st_msg_t *msg)
     return 0;
 }
 
-/* Runs Graphviz's dot on the graph text, reading the image from its output. */
-static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *type,
-                        st_msg_t *msg)
+/* A converter strata runs on a text it made (Graphviz's dot on a graph, librsvg's
+ * rsvg-convert on an SVG): argv[0] reads `in` on its standard input and writes the
+ * image on its standard output, appended to `out`. `tool` names it in messages,
+ * `missing` says what to do when it is not installed; `type` is what is made. */
+typedef struct {
+    char *const *argv;
+    const char *tool, *missing, *type;
+} converter_t;
+
+static int run_converter(st_strbuf_t *out, const st_strbuf_t *graph, const converter_t *cv,
+                         st_msg_t *msg)
 {
     const char *tmpdir = getenv("TMPDIR");
     char in_path[PATH_MAX], err_path[PATH_MAX];
@@ -188,7 +196,7 @@ static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *
     }
     int pipefd[2] = {-1, -1};
     if (rc == 0 && (lseek(in_fd, 0, SEEK_SET) != 0 || pipe(pipefd) != 0))
-        rc = st_msg_set(msg, ST_EIO, "cannot run dot: %s", strerror(errno));
+        rc = st_msg_set(msg, ST_EIO, "cannot run %s: %s", cv->tool, strerror(errno));
     pid_t pid = -1;
     if (rc == 0) {
         posix_spawn_file_actions_t fa;
@@ -197,17 +205,12 @@ static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *
         posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
         posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
         posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-        char targ[16];
-        snprintf(targ, sizeof targ, "-T%s", type);
-        char *argv[] = {"dot", targ, NULL};
-        int e = posix_spawnp(&pid, "dot", &fa, NULL, argv, environ);
+        int e = posix_spawnp(&pid, cv->argv[0], &fa, NULL, cv->argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         if (e != 0)
-            rc = st_msg_set(msg, ST_EIO,
-                            e == ENOENT ? "cannot make %s: Graphviz's dot command is not installed "
-                                          "(apt-get install graphviz), or use --format dot"
-                                        : "cannot make %s: cannot run Graphviz's dot",
-                            type);
+            rc = e == ENOENT ? st_msg_set(msg, ST_EIO, "cannot make %s: %s", cv->type, cv->missing)
+                             : st_msg_set(msg, ST_EIO, "cannot make %s: cannot run %s", cv->type,
+                                          cv->tool);
     }
     if (pipefd[1] >= 0)
         close(pipefd[1]);
@@ -233,7 +236,7 @@ static int run_graphviz(st_strbuf_t *out, const st_strbuf_t *graph, const char *
                 fclose(ef);
             }
             line[strcspn(line, "\n")] = '\0';
-            rc = st_msg_set(msg, ST_EIO, "Graphviz's dot failed to make %s%s%s", type,
+            rc = st_msg_set(msg, ST_EIO, "%s failed to make %s%s%s", cv->tool, cv->type,
                             *line ? ": " : "", line);
         }
     }
@@ -343,8 +346,15 @@ static int render_image(st_strbuf_t *out, const st_model_t *m, const st_output_o
     st_strbuf_t graph;
     st_strbuf_init(&graph);
     int rc = st_dot_write(&graph, m, &o->dot);
+    char targ[16];
+    snprintf(targ, sizeof targ, "-T%s", type);
+    char *argv[] = {"dot", targ, NULL};
+    const converter_t dot = {argv, "Graphviz's dot",
+                             "Graphviz's dot command is not installed (apt-get install graphviz), "
+                             "or use --format dot",
+                             type};
     if (rc == 0)
-        rc = run_graphviz(out, &graph, type, msg);
+        rc = run_converter(out, &graph, &dot, msg);
     st_strbuf_free(&graph);
     return rc;
 }
@@ -422,6 +432,23 @@ static int render_memplot(st_strbuf_t *out, const st_model_t *m, const st_output
     return 0;
 }
 
+/* The plot as PNG: the SVG, drawn by librsvg's rsvg-convert (mprof plot's PNG). */
+static int render_memplot_png(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
+                              st_msg_t *msg)
+{
+    st_strbuf_t svg;
+    st_strbuf_init(&svg);
+    st_memplot_write(&svg, m, o->title);
+    char *argv[] = {"rsvg-convert", "--format", "png", "--background-color", "white", NULL};
+    const converter_t rsvg = {argv, "librsvg's rsvg-convert",
+                              "librsvg's rsvg-convert command is not installed (apt-get install "
+                              "librsvg2-bin), or use --format memplot (SVG)",
+                              "png"};
+    int rc = svg.failed ? ST_ENOMEM : run_converter(out, &svg, &rsvg, msg);
+    st_strbuf_free(&svg);
+    return rc;
+}
+
 static int render_html(st_strbuf_t *out, const st_model_t *m, const st_output_opts_t *o,
                        st_msg_t *msg)
 {
@@ -447,6 +474,7 @@ static const st_output_format_t formats[ST_NFORMATS] = {
     [ST_FMT_MEMORY] = {"memory", "memory_profile", ".txt", render_memory, NULL},
     [ST_FMT_MPROF] = {"mprof", "mprofile", ".dat", render_mprof, NULL},
     [ST_FMT_MEMPLOT] = {"memplot", "memplot", ".svg", render_memplot, NULL},
+    [ST_FMT_MEMPLOT_PNG] = {"memplot-png", "memplot", ".png", render_memplot_png, "rsvg-convert"},
 };
 
 const st_output_format_t *st_output_format(st_format_t f) { return &formats[f]; }
@@ -509,14 +537,15 @@ void st_metric_file_base(const char *name, char *out, size_t size)
 unsigned st_formats_line_profiles(const st_model_t *m, unsigned mask)
 {
     const unsigned timed = 1u << ST_FMT_LINES | 1u << ST_FMT_LPROF, memory = 1u << ST_FMT_MEMORY,
-                   over_time = 1u << ST_FMT_MPROF | 1u << ST_FMT_MEMPLOT;
+                   over_time = 1u << ST_FMT_MPROF | 1u << ST_FMT_MEMPLOT,
+                   png = 1u << ST_FMT_MEMPLOT_PNG; /* asked for by name only */
     int has_time = m->nlfuncs && m->line_time, has_memory = m->nlfuncs && m->line_memory;
     int has_over_time = m->memtime != NULL;
     if (mask & (1u << ST_FMT_TEXT))
         mask |= (has_time ? timed : 0) | (has_memory ? memory : 0) |
                 (has_over_time ? over_time : 0);
     return mask & ~(has_time ? 0 : timed) & ~(has_memory ? 0 : memory) &
-           ~(has_over_time ? 0 : over_time);
+           ~(has_over_time ? 0 : over_time | png);
 }
 
 static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)

@@ -47,6 +47,7 @@ typedef enum {
     ST_FMT_MEMORY,  /* line memory (--memory): memory_profiler's text */
     ST_FMT_MPROF,   /* memory over time (--memory): mprof's .dat */
     ST_FMT_MEMPLOT, /* memory over time: the plot (SVG) */
+    ST_FMT_MEMPLOT_PNG, /* the same plot as PNG (librsvg's rsvg-convert) */
     ST_NFORMATS
 } st_format_t;
 

@@ -84,7 +84,8 @@ static inline void attribute(size_t n)
  * same chance: a gap drawn from the exponential distribution); a sample stands for
  * weight bytes (its size over the chance it had). Live samples are kept in an
  * open-addressing table keyed by address; a free looks in it only when a bit of a
- * filter says the address may be there. */
+ * filter says the address may be there (a bit counts its live samples, and goes
+ * with the last, so that a long run's frees do not all come to take the lock). */
 #define SAMPLE_MEAN (512.0 * 1024.0)
 #define FILTER_BITS (1u << 16)
 #define MAX_LIVE (1u << 20)
@@ -120,6 +121,8 @@ static struct {
     live_t *v;               /* cap slots, a power of two */
     size_t cap, n;
     _Atomic uint64_t filter[FILTER_BITS / 64];
+    uint16_t fcount[FILTER_BITS]; /* live samples under each bit (saturating): a bit
+                                   * goes when its last sample does */
     uint64_t total;          /* bytes the live samples stand for */
     uint64_t peak_total;     /* ... at the peak */
     live_t *peak;            /* the live samples at the peak (compacted) */
@@ -137,13 +140,22 @@ static struct {
     st_u64map_t stack_index; /* a stack's hash -> its id */
 } smp = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Bytes the thread allocates before its next sample; counting: its first gap drawn. */
 static __thread int64_t countdown __attribute__((tls_model("initial-exec")));
+static __thread int counting __attribute__((tls_model("initial-exec")));
 static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
 
 static inline uint64_t hash_ptr(uintptr_t p)
 {
     uint64_t h = (uint64_t)p * 0x9E3779B97F4A7C15ull;
     return h ^ (h >> 29);
+}
+
+/* The filter's bit for an address: its bits above the 16-byte alignment, folded
+ * (no multiply: every free computes it). */
+static inline uint32_t filter_bit(uintptr_t p)
+{
+    return (uint32_t)((p >> 4) ^ (p >> 20)) % FILTER_BITS;
 }
 
 /* Bytes to the next sample: exponential with mean SAMPLE_MEAN (at least 1). */
@@ -260,6 +272,16 @@ static uint32_t intern_stack(const st_pyframe_t *fr, int n, uint64_t tid, unsign
 
 static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
 {
+    if (!atomic_load_explicit(&smp.on, memory_order_relaxed)) {
+        countdown = INT64_MAX; /* off for good (the end, a forked child) */
+        return;
+    }
+    if (!counting) { /* the thread's first allocation: its first gap starts here */
+        counting = 1;
+        countdown += next_gap();
+        if (countdown > 0)
+            return;
+    }
     countdown = next_gap();
     double chance = -expm1(-(double)n / SAMPLE_MEAN);
     uint64_t weight = (uint64_t)((double)n / (chance > 0 ? chance : 1.0) + 0.5);
@@ -289,9 +311,13 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
     size_t j = hash_ptr(key) & (smp.cap - 1);
     while (smp.v[j].ptr && smp.v[j].ptr != key)
         j = (j + 1) & (smp.cap - 1);
-    if (smp.v[j].ptr != key)
+    if (smp.v[j].ptr != key) {
         smp.n++;
-    else
+        uint32_t bit = filter_bit(key);
+        if (smp.fcount[bit] < UINT16_MAX && smp.fcount[bit]++ == 0)
+            atomic_fetch_or_explicit(&smp.filter[bit / 64], 1ull << (bit % 64),
+                                     memory_order_relaxed);
+    } else
         smp.total -= smp.v[j].weight; /* an address reused without our seeing its free */
     if (fr.code && keep_code(fr.code) < 0)
         fr.code = NULL;
@@ -305,8 +331,6 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
             smp.lost++;
     }
     smp.v[j] = (live_t){key, th, node, fr.idx, fr.code, weight, stack};
-    uint64_t bit = hash_ptr(key) % FILTER_BITS;
-    atomic_fetch_or_explicit(&smp.filter[bit / 64], 1ull << (bit % 64), memory_order_relaxed);
     smp.total += weight;
     smp.samples++;
     /* a new peak, 5 % (and 1 MiB) above the last one kept: keep this one */
@@ -320,11 +344,7 @@ static inline void on_alloc(void *p, size_t n)
 {
     if (!smp.estimate_sites)
         attribute(n);
-    if (!atomic_load_explicit(&smp.on, memory_order_relaxed))
-        return;
-    if (!countdown)
-        countdown = next_gap();
-    countdown -= (int64_t)n;
+    countdown -= (int64_t)n; /* one subtraction: the rest is sample_alloc's */
     if (__builtin_expect(countdown <= 0, 0))
         sample_alloc(p, n);
 }
@@ -339,6 +359,10 @@ static __attribute__((noinline)) void drop_sample(uintptr_t key)
         if (smp.v[j].ptr == key) {
             smp.total -= smp.v[j].weight;
             smp.n--;
+            uint32_t bit = filter_bit(key);
+            if (smp.fcount[bit] < UINT16_MAX && --smp.fcount[bit] == 0)
+                atomic_fetch_and_explicit(&smp.filter[bit / 64], ~(1ull << (bit % 64)),
+                                          memory_order_relaxed);
             /* backward-shift deletion: no tombstones */
             size_t hole = j, k = j;
             for (;;) {
@@ -362,7 +386,7 @@ static inline void on_free(void *p)
 {
     if (!p || !atomic_load_explicit(&smp.on, memory_order_relaxed))
         return;
-    uint64_t bit = hash_ptr((uintptr_t)p) % FILTER_BITS;
+    uint32_t bit = filter_bit((uintptr_t)p);
     if (atomic_load_explicit(&smp.filter[bit / 64], memory_order_relaxed) & (1ull << (bit % 64)))
         drop_sample((uintptr_t)p);
 }
@@ -371,45 +395,54 @@ void st_pymem_alloc_seen(void *p, size_t n) { on_alloc(p, n); }
 void st_pymem_free_seen(void *p) { on_free(p); }
 void st_pymem_heap_add(int64_t n) { heap_add(n); }
 
-#define SITE_HOOKS(dom)                                                                  \
-    static void *dom##_malloc(void *ctx, size_t n)                                       \
-    {                                                                                    \
-        (void)ctx;                                                                       \
+/* pymalloc passes requests above 512 bytes to the raw domain, whose hooks must not
+ * count them again (nested); smaller ones never reach it (a new arena goes through
+ * the arena hooks), so the common case skips the guard. A free is forgotten by the
+ * sampler here and, for a large block, again in the raw hook: the second finds
+ * nothing. */
+#define SMALL_REQUEST 512
+#define SITE_HOOKS(dom)                                                                 \
+    static void *dom##_malloc(void *ctx, size_t n)                                      \
+    {                                                                                   \
+        (void)ctx;                                                                      \
+        void *p;                                                                        \
+        if (n <= SMALL_REQUEST) {                                                       \
+            p = sites.dom.malloc(sites.dom.ctx, n);                                     \
+        } else {                                                                        \
+            st_pymem_nested++;                                                          \
+            p = sites.dom.malloc(sites.dom.ctx, n);                                     \
+            st_pymem_nested--;                                                          \
+        }                                                                               \
+        if (p)                                                                          \
+            on_alloc(p, n);                                                             \
+        return p;                                                                       \
+    }                                                                                   \
+    static void *dom##_calloc(void *ctx, size_t n, size_t size)                         \
+    {                                                                                   \
+        (void)ctx;                                                                      \
         st_pymem_nested++;                                                              \
-        void *p = sites.dom.malloc(sites.dom.ctx, n);                                    \
+        void *p = sites.dom.calloc(sites.dom.ctx, n, size);                             \
         st_pymem_nested--;                                                              \
-        if (p)                                                                           \
-            on_alloc(p, n);                                                              \
-        return p;                                                                        \
-    }                                                                                    \
-    static void *dom##_calloc(void *ctx, size_t n, size_t size)                          \
-    {                                                                                    \
-        (void)ctx;                                                                       \
+        if (p)                                                                          \
+            on_alloc(p, n * size);                                                      \
+        return p;                                                                       \
+    }                                                                                   \
+    static void *dom##_realloc(void *ctx, void *old, size_t n)                          \
+    {                                                                                   \
+        (void)ctx;                                                                      \
+        on_free(old);                                                                   \
         st_pymem_nested++;                                                              \
-        void *p = sites.dom.calloc(sites.dom.ctx, n, size);                              \
+        void *p = sites.dom.realloc(sites.dom.ctx, old, n);                             \
         st_pymem_nested--;                                                              \
-        if (p)                                                                           \
-            on_alloc(p, n * size);                                                       \
-        return p;                                                                        \
-    }                                                                                    \
-    static void *dom##_realloc(void *ctx, void *old, size_t n)                           \
-    {                                                                                    \
-        (void)ctx;                                                                       \
-        on_free(old);                                                                    \
-        st_pymem_nested++;                                                              \
-        void *p = sites.dom.realloc(sites.dom.ctx, old, n);                              \
-        st_pymem_nested--;                                                              \
-        if (p)                                                                           \
-            on_alloc(p, n);                                                              \
-        return p;                                                                        \
-    }                                                                                    \
-    static void dom##_free(void *ctx, void *p)                                           \
-    {                                                                                    \
-        (void)ctx;                                                                       \
-        on_free(p);                                                                      \
-        st_pymem_nested++;                                                              \
-        sites.dom.free(sites.dom.ctx, p);                                                \
-        st_pymem_nested--;                                                              \
+        if (p)                                                                          \
+            on_alloc(p, n);                                                             \
+        return p;                                                                       \
+    }                                                                                   \
+    static void dom##_free(void *ctx, void *p)                                          \
+    {                                                                                   \
+        (void)ctx;                                                                      \
+        on_free(p);                                                                     \
+        sites.dom.free(sites.dom.ctx, p);                                               \
     }
 SITE_HOOKS(obj)
 SITE_HOOKS(mem)

@@ -5,7 +5,7 @@
  *                                        3 names them), first, so profile.json has
  *                                        their stats
  *   OUTDIR/process_sampling-3.txt        the sampling table (as the session names it)
- *   OUTDIR/<every format of output/registry.h but png and svg>, under the names of a
+ *   OUTDIR/<every format of output/registry.h but the images>, under the names of a
  *                                        results folder of rank 3 (profile-3.json,
  *                                        wall_clock-3.txt, profile-3.prof, ...)
  *   OUTDIR/merged/                       `strata merge` of rank 3 with a rank 5 that
@@ -80,13 +80,14 @@ static int write_sampling(const st_fixture_t *f, const char *dir, st_msg_t *msg)
     return st_fs_out_commit(&fo, ST_FS_REPLACE, msg);
 }
 
-/* Every format `strata report` makes but the images (Graphviz's output differs
- * from one version to the next; callgraph.dot is their input). */
+/* Every format `strata report` makes but the images (Graphviz's and librsvg's output
+ * differs from one version to the next; callgraph.dot and memplot.svg are their
+ * input). */
 static unsigned report_formats(void)
 {
     unsigned mask = 0;
     for (int f = 0; f < ST_NFORMATS; f++)
-        if (f != ST_FMT_PNG && f != ST_FMT_SVG)
+        if (f != ST_FMT_PNG && f != ST_FMT_SVG && f != ST_FMT_MEMPLOT_PNG)
             mask |= 1u << f;
     return mask;
 }
