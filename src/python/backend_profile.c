@@ -281,7 +281,10 @@ static int line_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
     if (!ts)
         return 0;
     if (what == PyTrace_LINE) {
-        lines_line(ts, frame, PyFrame_GetLineNumber(frame));
+        /* the interpreter sets f_lineno for the trace function's call: read in
+         * place, without PyFrame_GetLineNumber's call (the layout checked) */
+        int line = frame_layout_ok ? ((mirror_frame_t *)frame)->f_lineno : 0;
+        lines_line(ts, frame, line ? line : PyFrame_GetLineNumber(frame));
     } else if (what == PyTrace_CALL) {
         /* heard before the profile hook's call: a chosen frame is not pushed yet */
         codeinfo_t *ci = code_info(frame_code(frame));
