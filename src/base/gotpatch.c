@@ -45,12 +45,13 @@ static const ElfW(Dyn) *dynamic(const struct dl_phdr_info *obj)
     return NULL;
 }
 
-static int in_relro(const struct dl_phdr_info *obj, uintptr_t a)
+/* 1 when a lies in one of obj's segments of this type (as loaded). */
+static int in_segment(const struct dl_phdr_info *obj, uint32_t type, uintptr_t a)
 {
     for (int i = 0; i < obj->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &obj->dlpi_phdr[i];
         uintptr_t lo = obj->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_GNU_RELRO && a >= lo && a < lo + ph->p_memsz)
+        if (ph->p_type == type && a >= lo && a < lo + ph->p_memsz)
             return 1;
     }
     return 0;
@@ -58,7 +59,7 @@ static int in_relro(const struct dl_phdr_info *obj, uintptr_t a)
 
 static int write_slot(const struct dl_phdr_info *obj, void **slot, void *to)
 {
-    if (!in_relro(obj, (uintptr_t)slot)) {
+    if (!in_segment(obj, PT_GNU_RELRO, (uintptr_t)slot)) {
         __atomic_store_n(slot, to, __ATOMIC_RELAXED);
         return 0;
     }
@@ -141,14 +142,7 @@ int st_got_redirect(const st_got_redirect_t *r, size_t n, st_got_keep_t keep, vo
 
 int st_got_holds(const struct dl_phdr_info *obj, const void *addr)
 {
-    uintptr_t a = (uintptr_t)addr;
-    for (int i = 0; i < obj->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &obj->dlpi_phdr[i];
-        uintptr_t lo = obj->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz)
-            return 1;
-    }
-    return 0;
+    return in_segment(obj, PT_LOAD, (uintptr_t)addr);
 }
 
 int st_got_has_search_path(const struct dl_phdr_info *obj)
