@@ -24,6 +24,13 @@ void st_pymem_heap_add(int64_t n);
 
 /* 1 while Python's allocator hooks are strata's (st_pymem_start to st_pymem_stop). */
 int st_pymem_hooked(void);
+/* The heap counter now (heap and sample modes); any thread, one load. */
+int64_t st_pymem_heap(void);
+/* The mode st_pymem_start settled on: ST_PYMEM_OFF when nothing can be measured
+ * (no /proc/self/statm). */
+int st_pymem_mode(void);
+/* In a forked child: the series thread is gone (memseries.c). */
+void st_pymem_series_after_fork(void);
 
 /* C libraries' mallocs (memnative.c): counted from st_pymem_native_start (with the
  * GIL) to st_pymem_native_stop; st_pymem_native_poll redirects the objects loaded
