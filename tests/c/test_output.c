@@ -690,7 +690,7 @@ static void test_formats(void)
     CHECK(strcmp(names, st_setting_def(ST_S_OUTPUT_FORMATS)->choices) == 0);
     CHECK(st_formats_parse("bogus", &mask, &msg) == ST_EINVAL &&
           strstr(msg.text, "(choose from text, json, pstats, dot, png, svg, folded, speedscope, "
-                           "callgrind, html, lines, lprof, memory, mprof, memplot)"));
+                           "callgrind, html, lines, lprof, memory, mprof, memplot, memplot-png)"));
 }
 
 /* The rows of grid_rows() under a title, in one of the grid's modes. */
