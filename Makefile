@@ -14,7 +14,7 @@ DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-ven
 LEG_DEBS := debootstrap
 # Extra Debian packages installed into that root for tests that use them (libunwind and
 # libdw: native stacks, as on the host; PAPI: the papi: counters).
-PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev g++
+PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev g++ librsvg2-bin
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs,
 # Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt)
 # and, with MPICH (its headers also build strata's MPICH wrappers), the MPI tests,
