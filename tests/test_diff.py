@@ -17,16 +17,26 @@ PROG = REPO / "bench" / "workloads" / "diff_split.py"
 SMALL, BIG = "diff_split:9:small", "diff_split:16:big"
 
 
+def run_once(runner, folder, script, env) -> str:
+    r = runner.strata("-o", folder, script,
+                      env={"STRATA_PRINT_TABLES": "OFF", **{k: str(v) for k, v in env.items()}})
+    assert r.returncode == 0, r.describe()
+    return str(folder)
+
+
 def runs(runner, name: str, n: int, **env) -> list[str]:
     """n runs of the program, each its own results folder."""
-    out = []
+    return [run_once(runner, runner.dir / f"{name}{i}", PROG, env) for i in range(n)]
+
+
+def sides(runner, n: int, a_env: dict, b_env: dict, script=PROG) -> tuple[list, list]:
+    """n runs a side, A and B in turn (as bench/diff_bench.py and the docs advise: a
+    slow spell of the machine then falls on both sides, not on one)."""
+    a, b = [], []
     for i in range(n):
-        folder = runner.dir / f"{name}{i}"
-        r = runner.strata("-o", folder, PROG,
-                          env={"STRATA_PRINT_TABLES": "OFF", **{k: str(v) for k, v in env.items()}})
-        assert r.returncode == 0, r.describe()
-        out.append(str(folder))
-    return out
+        a.append(run_once(runner, runner.dir / f"a{i}", script, a_env))
+        b.append(run_once(runner, runner.dir / f"b{i}", script, b_env))
+    return a, b
 
 
 def diff(runner, *args):
@@ -36,8 +46,7 @@ def diff(runner, *args):
 def test_slower_function_flagged(runner):
     """small() made 60 % slower in B: flagged beyond the noise of five runs a side,
     --fail-on exits 1; big() is not; the JSON says the same."""
-    a = runs(runner, "a", 5)
-    b = runs(runner, "b", 5, SLOW=1.6)
+    a, b = sides(runner, 5, {}, {"SLOW": 1.6})
     r = diff(runner, "--fail-on", 25, *a, "--", *b)
     assert r.returncode == 1, r.describe()
     rows = {ln.split("|")[1].strip(): ln for ln in r.stdout.splitlines() if ln.startswith("| diff")}
@@ -131,17 +140,14 @@ def test_by_thread(runner):
             return s
 
         t = threading.Thread(name="worker",
-                             target=lambda: spin(int(100000 * float(os.environ["SLOW"]))))
+                             target=lambda: spin(int(300000 * float(os.environ["SLOW"]))))
         t.start()
         t.join()
-        spin(100000)
+        spin(300000)
     """)
-    for name, slow in (("a", 1), ("b", 4)):
-        r = runner.strata("-o", runner.dir / name, "threads.py",
-                          env={"STRATA_PRINT_TABLES": "OFF", "SLOW": str(slow)})
-        assert r.returncode == 0, r.describe()
-    r = diff(runner, "--by-thread", "--format", "json", "--fail-on", 50, runner.dir / "a",
-             runner.dir / "b")
+    # three runs a side, in turn: the main thread's spin() has its noise measured
+    a, b = sides(runner, 3, {"SLOW": 1}, {"SLOW": 4}, script=runner.dir / "threads.py")
+    r = diff(runner, "--by-thread", "--format", "json", "--fail-on", 50, *a, "--", *b)
     assert r.returncode == 1, r.describe()
     fns = {f["name"]: f for f in json.loads(r.stdout)["functions"]}
     worker = [k for k in fns if k.startswith("[worker] ") and k.endswith(":spin")]
