@@ -49,16 +49,10 @@ class _CannotStart(Exception):
 
 
 def _start():
-    watch = None
-    if _strata.get("memory") in ("heap", "sample"):
-        # imported before profiling starts: its import must not be recorded
-        from ._numpy_memory import watch
     try:
         _strata.start()
     except _strata.Error as e:
         raise _CannotStart(str(e)) from None
-    if watch:
-        watch()  # numpy's arrays counted (--memory)
 
 
 def _strip(tb):

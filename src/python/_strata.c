@@ -878,17 +878,7 @@ static PyObject *py_pyframes_sigtest(PyObject *self, PyObject *arg)
                          (unsigned long long)atomic_load(&sigtest_bad));
 }
 
-/* numpy_hook(multiarray): --memory counts numpy's array data from now on (memory.h);
- * True when it does. */
-static PyObject *py_numpy_hook(PyObject *self, PyObject *module)
-{
-    (void)self;
-    return PyBool_FromLong(st_pymem_numpy(module));
-}
-
 static PyMethodDef methods[] = {
-    {"numpy_hook", py_numpy_hook, METH_O,
-     "numpy_hook(multiarray): --memory counts numpy's array data (numpy's C core loaded)."},
     {"parse_cli", py_parse_cli, METH_VARARGS,
      "parse_cli(argv) -> dict or None: parse `strata python` options (None after --help)."},
     {"begin", py_begin, METH_VARARGS,

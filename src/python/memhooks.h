@@ -1,10 +1,9 @@
-/* What memory.c's counting offers strata's other allocator hooks (memnative.c: numpy's
- * handler, C libraries' mallocs), so that every byte is counted once.
+/* What memory.c's counting offers strata's other allocator hooks (memnative.c: C
+ * libraries' mallocs; memseries.c), so that every byte is counted once.
  *
  * A hook that passes a call to an allocator which may come back through another of
  * strata's hooks raises st_pymem_nested around it: those inner calls are then passed
- * down uncounted (the raw domain's count st_pymem_raw_calls, so the outer hook knows
- * whether the heap counted them already). */
+ * down uncounted. */
 #ifndef STRATA_PYTHON_MEMHOOKS_H
 #define STRATA_PYTHON_MEMHOOKS_H
 
@@ -12,7 +11,6 @@
 #include <stdint.h>
 
 extern __thread int st_pymem_nested __attribute__((tls_model("initial-exec")));
-extern __thread int st_pymem_raw_calls __attribute__((tls_model("initial-exec")));
 
 /* p of n bytes was allocated by the calling thread: attributed to its call path and
  * offered to the allocation sampler. Any thread; no lock unless sampled. */

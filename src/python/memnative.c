@@ -1,6 +1,6 @@
-/* Allocations Python's allocator hooks do not see: numpy's array data, and the mallocs
- * of C libraries (extension modules and what they load), counted once with the rest
- * (memhooks.h). */
+/* Allocations Python's allocator hooks do not see: the mallocs of C libraries
+ * (extension modules and what they load, numpy's array data among them), counted
+ * once with the rest (memhooks.h). */
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include "base/gotpatch.h"
 #include "python/memhooks.h"
@@ -16,113 +16,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------------- */
-/* numpy's array data                                                         */
-
-/* numpy (1.22 and later) allocates array data through a handler: a capsule named
- * "mem_handler" holding this struct (numpy/ndarraytypes.h, version 1), its default
- * one reached through the C API table (PyDataMem_DefaultHandler, entry 306). Its
- * functions are called through the struct at every allocation, so strata's wrapped
- * around them in place see every array of every thread and context, those made
- * before too (their frees carry their size). */
-typedef struct {
-    void *ctx;
-    void *(*malloc)(void *ctx, size_t size);
-    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
-    void *(*realloc)(void *ctx, void *ptr, size_t new_size);
-    void (*free)(void *ctx, void *ptr, size_t size);
-} np_allocator_t;
-
-typedef struct {
-    char name[127];
-    uint8_t version;
-    np_allocator_t allocator;
-} np_handler_t;
-
-#define NP_DEFAULT_HANDLER 306
-
-static np_allocator_t np_orig;
-static np_handler_t *np_handler;
-
-/* numpy's own call, with the raw domain's calls it makes seen (nested): they count
- * in the heap already, and are attributed and sampled here, once. */
-#define NP_CALL(call)                                                                    \
-    (st_pymem_raw_calls = 0, st_pymem_nested++, (call))
-
-static void *np_malloc(void *ctx, size_t n)
-{
-    void *p = NP_CALL(np_orig.malloc(ctx, n));
-    st_pymem_nested--;
-    if (p) {
-        if (!st_pymem_raw_calls)
-            st_pymem_heap_add((int64_t)n);
-        st_pymem_alloc_seen(p, n);
-    }
-    return p;
-}
-
-static void *np_calloc(void *ctx, size_t n, size_t size)
-{
-    void *p = NP_CALL(np_orig.calloc(ctx, n, size));
-    st_pymem_nested--;
-    if (p) {
-        if (!st_pymem_raw_calls)
-            st_pymem_heap_add((int64_t)(n * size));
-        st_pymem_alloc_seen(p, n * size);
-    }
-    return p;
-}
-
-/* numpy's realloc does not say the old size; the heap counts the array's data by
- * malloc's usable size on both sides (numpy's default handler is malloc's). */
-static void *np_realloc(void *ctx, void *p, size_t n)
-{
-    int64_t old = p ? (int64_t)malloc_usable_size(p) : 0;
-    st_pymem_free_seen(p);
-    void *q = NP_CALL(np_orig.realloc(ctx, p, n));
-    st_pymem_nested--;
-    if (q) {
-        if (!st_pymem_raw_calls)
-            st_pymem_heap_add((int64_t)malloc_usable_size(q) - old);
-        st_pymem_alloc_seen(q, n);
-    }
-    return q;
-}
-
-static void np_free(void *ctx, void *p, size_t size)
-{
-    st_pymem_free_seen(p);
-    NP_CALL(np_orig.free(ctx, p, size));
-    st_pymem_nested--;
-    if (p && !st_pymem_raw_calls)
-        st_pymem_heap_add(-(int64_t)size);
-}
-#undef NP_CALL
-
-int st_pymem_numpy(PyObject *multiarray)
-{
-    if (np_handler || !st_pymem_hooked())
-        return np_handler ? 1 : 0;
-    PyObject *api = PyObject_GetAttrString(multiarray, "_ARRAY_API");
-    void **table = api && PyCapsule_CheckExact(api) ? PyCapsule_GetPointer(api, NULL) : NULL;
-    Py_XDECREF(api);
-    PyObject **def = table ? (PyObject **)table[NP_DEFAULT_HANDLER] : NULL;
-    np_handler_t *h = def && *def && PyCapsule_IsValid(*def, "mem_handler")
-                          ? PyCapsule_GetPointer(*def, "mem_handler")
-                          : NULL;
-    PyErr_Clear();
-    if (!h || h->version != 1 || strncmp(h->name, "default_allocator", sizeof h->name) != 0 ||
-        !h->allocator.malloc || !h->allocator.free)
-        return 0;
-    np_orig = h->allocator;
-    h->allocator.malloc = np_malloc;
-    h->allocator.calloc = np_calloc;
-    h->allocator.realloc = np_realloc;
-    h->allocator.free = np_free;
-    np_handler = h;
-    return 1;
-}
 
 /* ------------------------------------------------------------------------- */
 /* C libraries' mallocs                                                       */
@@ -144,7 +37,7 @@ int st_pymem_numpy(PyObject *multiarray)
  * and uncounted when a wrapper frees it only if it was counted: the counted blocks
  * are kept in a set, so that a free of a block made elsewhere (before counting
  * began, or inside the C library) never takes the heap below what it holds. Inside
- * one of strata's other hooks (numpy's handler) the wrappers pass calls down. */
+ * one of strata's Python allocator hooks the wrappers pass calls down. */
 
 #define SHARDS 64
 

@@ -49,9 +49,6 @@ static struct {
 /* >0 while a pymalloc-domain hook runs on this thread: the raw allocations it makes
  * (large objects) are its own, not attributed twice. */
 __thread int st_pymem_nested __attribute__((tls_model("initial-exec")));
-/* Raw-domain calls made while a wrapped allocator ran on this thread (numpy's handler
- * uses the raw domain on some versions): the heap counted them already. */
-__thread int st_pymem_raw_calls __attribute__((tls_model("initial-exec")));
 
 /* n bytes allocated by the calling thread: added to its innermost recorded call. */
 static inline void attribute(size_t n)
@@ -446,7 +443,6 @@ static void *raw_malloc(void *ctx, size_t n)
 {
     (void)ctx;
     void *p = mem.raw.malloc(mem.raw.ctx, n);
-    st_pymem_raw_calls += st_pymem_nested > 0;
     if (p) {
         heap_add((int64_t)malloc_usable_size(p));
         if (!st_pymem_nested)
@@ -459,7 +455,6 @@ static void *raw_calloc(void *ctx, size_t n, size_t size)
 {
     (void)ctx;
     void *p = mem.raw.calloc(mem.raw.ctx, n, size);
-    st_pymem_raw_calls += st_pymem_nested > 0;
     if (p) {
         heap_add((int64_t)malloc_usable_size(p));
         if (!st_pymem_nested)
@@ -475,7 +470,6 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
     if (!st_pymem_nested)
         on_free(p);
     void *q = mem.raw.realloc(mem.raw.ctx, p, n);
-    st_pymem_raw_calls += st_pymem_nested > 0;
     if (q) {
         heap_add((int64_t)malloc_usable_size(q) - old);
         if (!st_pymem_nested)
@@ -487,7 +481,6 @@ static void *raw_realloc(void *ctx, void *p, size_t n)
 static void raw_free(void *ctx, void *p)
 {
     (void)ctx;
-    st_pymem_raw_calls += st_pymem_nested > 0;
     if (p) {
         heap_add(-(int64_t)malloc_usable_size(p));
         if (!st_pymem_nested)
@@ -609,8 +602,6 @@ void st_pymem_stop(void)
         PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &sites.mem);
     if (arena.alloc == arena_alloc)
         PyObject_SetArenaAllocator(&mem.arena);
-    /* numpy's arrays keep strata's wrappers (arrays made meanwhile are freed through
-     * them): they pass calls down and count for nobody from now on */
     mem.hooked = 0;
 }
 

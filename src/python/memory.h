@@ -13,9 +13,9 @@
  *
  * Where the raw domain is not malloc (PYTHONMALLOC=debug, -X dev: debug hooks put
  * headers around blocks) malloc_usable_size would misread its blocks: heap falls
- * back to rss, and strata says so. numpy's array data is counted through numpy's
- * memory handler (st_pymem_numpy), other C libraries' mallocs through their global
- * offset tables (memnative.c); each block once (memhooks.h).
+ * back to rss, and strata says so. C libraries' mallocs (numpy's array data among
+ * them) are counted through their global offset tables (memnative.c); each block
+ * once (memhooks.h).
  *
  * The hooks are the program's allocator's from the start to the end of profiling; a
  * program that puts its own above them (tracemalloc) keeps them at the end. */
@@ -55,14 +55,6 @@ typedef struct {
 } st_pymem_holdings_t;
 void st_pymem_sample(int estimate_sites, int walk_stacks);
 void st_pymem_holdings(uint32_t peak, uint32_t at_exit, st_pymem_holdings_t *out);
-
-/* numpy's array data (heap and sample modes): strata's counting is put around numpy's
- * default memory handler, in place, when numpy's C core (`multiarray`, the module
- * object of numpy._core._multiarray_umath) has loaded. Returns 1 when it is (or was
- * already), 0 when this numpy has no handler strata knows (before 1.22, or a custom
- * one set). With the GIL held. */
-struct _object;
-int st_pymem_numpy(struct _object *multiarray);
 
 /* The lines (the innermost Python frame of each sample: read at the sample without
  * the API, when the thread holds the GIL) holding the samples at the peak and at the
