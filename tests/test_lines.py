@@ -897,3 +897,22 @@ def test_sampled_memory_without_the_profile(runner, profile):
     assert (main_leak["count"] == 1) == (profile == "ON"), main_leak
     assert "BYTES STILL HELD AT THE END" in res.stderr
     assert (runner.dir / "r" / "wall_clock.txt").exists() == (profile == "ON")
+
+
+def test_memory_leaves_the_import_system_alone(runner):
+    """--memory changes nothing the program can see of the import system: sys.meta_path
+    and sys.path_hooks are what they are without strata, before and after numpy."""
+    pytest.importorskip("numpy", reason="numpy is not installed in the test venv")
+    runner.write("imports.py", """
+        import sys
+        def seen():
+            return [type(f).__name__ if not isinstance(f, type) else f.__name__
+                    for f in sys.meta_path + sys.path_hooks]
+        before = seen()
+        import numpy
+        print(before, seen(), float(numpy.ones(4).sum()))
+    """)
+    plain = runner.plain("imports.py")
+    res = runner.strata("--memory", "-o", "r", "imports.py")
+    assert plain.returncode == res.returncode == 0, res.describe()
+    assert res.stdout == plain.stdout, (res.stdout, plain.stdout)
