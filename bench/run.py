@@ -147,8 +147,11 @@ WORKLOADS = {
                      ("real", "test_json", "regrtest"), False),
     "startup": ("startup.py", "start-up: an empty script", ("empty",), True),
 }
-TOOLS = ["floor", "strata", "excluded", "cProfile", "yappi"]
+TOOLS = ["floor", "strata", "strata-cpu", "excluded", "cProfile", "yappi"]
 COMPARED = ["floor", "cProfile", "yappi"]  # strata's added time is divided by theirs
+STRATA_TOOLS = ("strata", "strata-cpu", "excluded", "before")
+# issue 17: wall_clock,cpu_clock's added time over wall_clock's alone, at most
+CPU_CLOCK_TARGET = 1.5
 
 
 def log(msg):
@@ -359,6 +362,9 @@ def command(tool, python, script, outdir):
         return [python, os.path.join(RUNNERS, "floor.py"), tool.ext_dir, script]
     if name in ("strata", "before"):
         return [tool.strata, "python", "-o", outdir, "--", script]
+    if name == "strata-cpu":  # thread CPU time too (issue 17: carried forward)
+        return [tool.strata, "python", "-o", outdir, "--components", "wall_clock,cpu_clock",
+                "--", script]
     if name == "excluded":
         own = re.escape(os.path.basename(script)) + "$"
         return [tool.strata, "python", "-o", outdir, "-ME", own, "--", script]
@@ -499,7 +505,7 @@ def run_workload(name, tools, make_cmd, check_stdout, repeats, timeout, tmp_root
                 reproductions.append({"workload": name, "tool": cfg, "why": "stdout differs",
                                       "command": repro, "stdout": r.stdout[-1000:],
                                       "expected": reference[-1000:]})
-            if cfg in ("strata", "excluded", "before") and not os.path.isdir(strata_out) and cfg not in notes:
+            if cfg in STRATA_TOOLS and not os.path.isdir(strata_out) and cfg not in notes:
                 notes[cfg] = "it wrote no output folder"
                 reproductions.append({"workload": name, "tool": cfg, "why": notes[cfg],
                                       "command": repro})
@@ -621,6 +627,12 @@ def targets_text(summary, monitoring):
         else:
             ok = "met" if r["value"] <= limit else "NOT met"
             out.append(f"- strata added / {other} added ≤ {limit}: **{r['value']:.2f}** ({ok})")
+    cpu, st = row["tools"].get("strata-cpu", {}), row["tools"].get("strata", {})
+    if "added" in cpu and st.get("added"):
+        r = cpu["added"] / st["added"]
+        ok = "met" if r <= CPU_CLOCK_TARGET else "NOT met"
+        out.append(f"- strata-cpu (wall_clock,cpu_clock) added / strata added ≤ "
+                   f"{CPU_CLOCK_TARGET}: **{r:.2f}** ({ok})")
     ex = row["tools"].get("excluded", {})
     start = summary.get("startup", {}).get("tools", {}).get("excluded", {})
     if monitoring and "factor" in ex and "added" in start:
@@ -708,7 +720,7 @@ def report(results, tools, machine, repeats, when, probes, reproductions, cmdlin
         targets_text(cpu, machine.get("monitoring", False)),
     ]
     for t in tools:
-        if t.name in ("strata", "excluded", "before") and t.available and strata_fingerprint(t) != t.fingerprint:
+        if t.name in STRATA_TOOLS and t.available and strata_fingerprint(t) != t.fingerprint:
             parts += ["", "**Warning: strata was rebuilt or reinstalled during this run; "
                       "the table mixes two builds. Run the benchmark again.**"]
             log("bench: warning: strata changed during the run")
@@ -1196,7 +1208,7 @@ def main(argv=None):
             setup_sample_tool(t, interp, strata, python)
         elif t.name == "floor":
             build_floor(t, interp)
-        elif t.name in ("strata", "excluded"):
+        elif t.name in ("strata", "strata-cpu", "excluded"):
             setup_strata(t, strata, python)
         elif t.name == "before":
             setup_before(t, os.path.abspath(args.before))

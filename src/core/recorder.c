@@ -172,6 +172,8 @@ static st_rec_thread_t *thread_new(st_recorder_t *r, uint64_t tid)
     th->wall = r->cfg.wall;
     th->cpu_clock = r->cfg.cpu_clock;
     th->clock_ctx = r->cfg.clock_ctx;
+    th->cpu_every = r->cfg.cpu_every;
+    th->cpu_wall = 1ull << 63; /* far from any tick: the first call reads the clock */
     th->rec = r;
     th->index = r->nthreads;
     th->tid = tid;
@@ -502,6 +504,18 @@ void st_rec_sig_threads(st_recorder_t *r, uint32_t nthreads)
 {
     if (r->cfg.sig_chunks)
         st_ev_reserve(&r->ev, r->cfg.sig_chunks + nthreads);
+}
+
+__attribute__((noinline)) uint64_t st_rec_cpu_read(st_rec_thread_t *th, uint64_t wall)
+{
+    uint64_t cpu = st_rec_cpu(th);
+    if (th->cpu_reads && wall > th->cpu_wall)
+        th->cpu_rate = cpu > th->cpu_last ? (double)(cpu - th->cpu_last) / (double)(wall - th->cpu_wall)
+                                          : 0.0;
+    th->cpu_wall = wall;
+    th->cpu_last = cpu;
+    th->cpu_reads++;
+    return cpu;
 }
 
 void st_rec_close_all(st_recorder_t *r)

@@ -15,8 +15,21 @@
  * reads the clock first and does its bookkeeping after, so that the recorder's own
  * work is charged to the caller's caller as little as possible (cProfile's rule).
  * The wall timer is metric 0 (ST_REC_WALL, ticks of st_clock, or of an injected
- * clock); with `cpu`, thread CPU time (ns) is metric 1 (ST_REC_CPU), read before the
- * wall clock on enter and after it on exit.
+ * clock); with `cpu`, thread CPU time (ns) is metric 1 (ST_REC_CPU), taken after the
+ * wall clock on enter and on exit.
+ *
+ * The CPU clock carried forward. A thread's CPU clock is a system call
+ * (CLOCK_THREAD_CPUTIME_ID, some 600 ns on virtual machines without perf's user
+ * page), 30 times what an event costs otherwise. With cpu_every set, the clock is
+ * read at most once every cpu_every wall ticks, and at the end of any call that
+ * lasted that long; in between it is carried forward from the last reading at the
+ * rate the thread had over the interval before it (CPU ns per wall tick, 0 to 1 of
+ * wall time). So the CPU time in an interval is spread over the calls in it in
+ * proportion to their wall time: a call that lasted cpu_every or more gets its end
+ * exact and its start within cpu_every times the change of rate (a thread that
+ * computed, then slept: at most cpu_every of CPU time); shorter calls get their share.
+ * Values may step back at a reading (a call's CPU time is then 0, never negative).
+ * cpu_every 0 reads the clock at every event.
  *
  * Threads. A thread's state is found through one thread-local pointer; a thread is
  * registered on its first call of st_rec_self() (a lock on that slow path only), so
@@ -96,6 +109,8 @@ typedef struct {
                                * sampler asks for a few, ST_EV_RING at most) */
     st_rec_clock_fn wall, cpu_clock;
     void *clock_ctx;
+    uint64_t cpu_every;       /* with cpu: wall ticks between readings of a thread's CPU
+                               * clock, carried forward in between (0: every event) */
     const st_rec_counters_t *counters; /* NULL: none; not owned, outlives the recorder */
 } st_rec_config_t;
 
@@ -140,6 +155,10 @@ typedef struct st_rec_thread {
     int tracing;
     st_rec_clock_fn wall, cpu_clock;
     void *clock_ctx;
+    uint64_t cpu_every;       /* the CPU clock carried forward (see the note) */
+    uint64_t cpu_wall, cpu_last; /* the last reading: its wall tick and CPU ns */
+    double cpu_rate;          /* CPU ns per wall tick over the interval before it */
+    uint64_t cpu_reads;       /* readings made (the carried-forward clock's cost) */
     st_pathtab_t paths;
     st_evbuf_t ev;
     /* cold */
@@ -284,6 +303,21 @@ static inline uint64_t st_rec_cpu(const st_rec_thread_t *th)
     return th->cpu_clock ? th->cpu_clock(th->clock_ctx) : st_clock_thread_cpu_ns();
 }
 
+/* Reads the thread's CPU clock at wall tick `wall` and keeps the reading and the
+ * rate since the one before (out of line: once every cpu_every ticks at most). */
+uint64_t st_rec_cpu_read(st_rec_thread_t *th, uint64_t wall);
+
+/* The thread's CPU time at wall tick `wall`, for a call that started at `since`
+ * (enter: `wall`): read when cpu_every ticks have passed since the last reading or
+ * since the call started, else carried forward (see the note). Owner thread. */
+static inline uint64_t st_rec_cpu_at(st_rec_thread_t *th, uint64_t wall, uint64_t since)
+{
+    uint64_t dt = wall - th->cpu_wall;
+    if (dt < th->cpu_every && wall - since < th->cpu_every)
+        return th->cpu_last + (uint64_t)((double)dt * th->cpu_rate);
+    return st_rec_cpu_read(th, wall);
+}
+
 /* Reads the thread's counters and charges their increase to the innermost recorded
  * open call (out of line: only where counters are read). */
 void st_rec_count(st_rec_thread_t *th);
@@ -309,11 +343,11 @@ static inline void st_rec_enter_t(st_rec_thread_t *th, uint32_t label, const voi
     f->key = key;
     f->node = node;
     f->child[0] = 0;
+    uint64_t t = st_rec_wall(th);
     if (th->ntimers == 2) {
         f->child[1] = 0;
-        f->t0[1] = st_rec_cpu(th);
+        f->t0[1] = st_rec_cpu_at(th, t, t);
     }
-    uint64_t t = st_rec_wall(th);
     f->t0[0] = t;
     /* a call with no label (its collector could not make one) has no slice */
     f->traced = tracing && label != ST_PATH_NONE ? (uint32_t)st_evbuf_begin(&th->ev, label, t) : 0;
@@ -357,7 +391,7 @@ static inline int st_rec_exit_t(st_rec_thread_t *th, const int tracing)
     if (th->depth == 0)
         return 0;
     uint64_t wall = st_rec_wall(th);
-    uint64_t cpu = th->ntimers == 2 ? st_rec_cpu(th) : 0;
+    uint64_t cpu = th->ntimers == 2 ? st_rec_cpu_at(th, wall, th->stack[th->depth - 1].t0[0]) : 0;
     if (__builtin_expect(th->ncounters != 0, 0))
         st_rec_count(th);
     st_rec_close_top(th, wall, cpu, tracing);
@@ -391,7 +425,7 @@ static inline int st_rec_exit_key_t(st_rec_thread_t *th, const void *key, const 
     if (th->unpushed || th->depth == 0 || th->stack[th->depth - 1].key != key)
         return 0;
     uint64_t wall = st_rec_wall(th);
-    uint64_t cpu = th->ntimers == 2 ? st_rec_cpu(th) : 0;
+    uint64_t cpu = th->ntimers == 2 ? st_rec_cpu_at(th, wall, th->stack[th->depth - 1].t0[0]) : 0;
     if (__builtin_expect(th->ncounters != 0, 0))
         st_rec_count(th);
     st_rec_close_top(th, wall, cpu, tracing);

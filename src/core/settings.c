@@ -211,6 +211,13 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                                            "--memory (heap) or --memory=rss; "
                                            "--memory=sample: sampled allocations only"),
                      NO_RANGE},
+    [ST_S_CPU_CLOCK_INTERVAL] = {"cpu_clock_interval", "STRATA_CPU_CLOCK_INTERVAL", ST_TYPE_INT,
+                                 "20", "general",
+                                 "cpu_clock: microseconds of wall time between readings of a "
+                                 "thread's CPU clock (a system call), carried forward at the "
+                                 "thread's rate in between; a call that lasts this long gets "
+                                 "its end read exactly (0: read at every call and return)",
+                                 NULL, NOFLAG, INT_RANGE(0, 1000000)},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

@@ -59,6 +59,7 @@ typedef enum {
     ST_S_MPI_GATHER,
     ST_S_LINES,
     ST_S_MEMORY,
+    ST_S_CPU_CLOCK_INTERVAL,
     ST_NSETTINGS
 } st_setting_id_t;
 

@@ -139,6 +139,9 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
          * (512 KB) hold about 4600 samples of 20 frames, 70 ms of 64 threads
          * sampled at 1 kHz of wall time */
         .sig_chunks = st_settings_bool(set, ST_S_USE_SAMPLING) ? sig_chunks_for(set) : 0,
+        /* the thread CPU clock read at most every STRATA_CPU_CLOCK_INTERVAL µs */
+        .cpu_every = (uint64_t)((double)st_settings_int(set, ST_S_CPU_CLOCK_INTERVAL) * 1000.0 /
+                                st_clock_ns_per_tick()),
     };
     if (s->hwc.n) {
         st_hwc_counters(&s->hwc);

@@ -34,10 +34,15 @@
 
 typedef struct {
     uint64_t wall, cpu;
+    int cpu_reads;
 } fake_clock_t;
 
 static uint64_t fake_wall(void *ctx) { return ((fake_clock_t *)ctx)->wall; }
-static uint64_t fake_cpu(void *ctx) { return ((fake_clock_t *)ctx)->cpu; }
+static uint64_t fake_cpu(void *ctx)
+{
+    ((fake_clock_t *)ctx)->cpu_reads++;
+    return ((fake_clock_t *)ctx)->cpu;
+}
 
 static st_rec_config_t config(int trace, uint64_t budget, int policy)
 {
@@ -167,7 +172,7 @@ static void test_pathtab(void)
 /* enter/exit with a fake clock: every figure exact, tree and timeline paired. */
 static void test_fake_clock(void)
 {
-    fake_clock_t clk = {0, 0};
+    fake_clock_t clk = {0, 0, 0};
     st_rec_config_t c = config(1, 1 << 20, ST_EV_DISCARD);
     c.cpu = 1;
     c.wall = fake_wall;
@@ -257,9 +262,58 @@ static void test_fake_clock(void)
 
 /* The node limit: calls beyond it, and calls under those, are counted and not
  * recorded; the stack and the timeline stay balanced. */
+/* The CPU clock carried forward (cpu_every): read at most once every 100 ticks and at
+ * the end of a call that lasted 100 or more; in between, the last reading plus the
+ * rate of the interval before it. */
+static void test_cpu_carried_forward(void)
+{
+    fake_clock_t clk = {0, 0, 0};
+    st_rec_config_t c = config(0, 1 << 20, ST_EV_DISCARD);
+    c.cpu = 1;
+    c.wall = fake_wall;
+    c.cpu_clock = fake_cpu;
+    c.clock_ctx = &clk;
+    c.cpu_every = 100;
+    st_recorder_t r;
+    CHECK(st_rec_init(&r, &c) == 0);
+    st_rec_thread_t *th = st_rec_self(&r);
+    /* main starts at 1000 (read: the first); the thread computes at half speed */
+    clk.wall = 1000, clk.cpu = 500;
+    st_rec_enter(th, 1, NULL);
+    CHECK(clk.cpu_reads == 1);
+    /* 200 ticks later: read (the rate is now 0.5), f starts */
+    clk.wall = 1200, clk.cpu = 600;
+    st_rec_enter(th, 2, NULL);
+    CHECK(clk.cpu_reads == 2 && th->cpu_rate == 0.5);
+    /* short calls of g within 100 ticks: carried forward, no reading */
+    for (int i = 0; i < 4; i++) {
+        clk.wall += 10, clk.cpu += 5;
+        st_rec_enter(th, 3, NULL);
+        clk.wall += 10, clk.cpu += 5;
+        st_rec_exit(th);
+    }
+    CHECK(clk.cpu_reads == 2);
+    /* f then sleeps: it ends at 1500 having lasted 300 ticks, so its end is read */
+    clk.wall = 1500, clk.cpu = 640;
+    st_rec_exit(th);
+    CHECK(clk.cpu_reads == 3 && th->cpu_rate == 40.0 / 300.0);
+    /* main ends 20 ticks later: carried at the sleepy rate */
+    clk.wall = 1520, clk.cpu = 660;
+    st_rec_exit(th);
+    CHECK(clk.cpu_reads == 4); /* main lasted 520 ticks: its end is read */
+    uint32_t m = child(&th->paths, 0, 1), f = child(&th->paths, m, 2), g = child(&th->paths, f, 3);
+    const st_tstat_t *cm = &st_mcols_timer(&th->paths.cols, ST_REC_CPU)[m];
+    const st_tstat_t *cf = &st_mcols_timer(&th->paths.cols, ST_REC_CPU)[f];
+    const st_tstat_t *cg = &st_mcols_timer(&th->paths.cols, ST_REC_CPU)[g];
+    CHECK(cm->sum == 160);          /* both ends read: exact */
+    CHECK(cf->sum == 40);           /* read at its start and at its end: exact */
+    CHECK(cg->count == 4 && cg->sum == 20); /* 10 ticks at 0.5 each: the rate before */
+    st_rec_free(&r);
+}
+
 static void test_node_limit(void)
 {
-    fake_clock_t clk = {0, 0};
+    fake_clock_t clk = {0, 0, 0};
     st_rec_config_t c = config(1, 1 << 20, ST_EV_DISCARD);
     c.max_nodes = 3; /* the root and two paths */
     c.wall = fake_wall;
@@ -368,7 +422,7 @@ static void *record_one(void *arg)
  * values and records on, and a sealed recorder whose thread ends change nothing. */
 static void test_collector_protocol(void)
 {
-    fake_clock_t clk = {0, 0};
+    fake_clock_t clk = {0, 0, 0};
     st_rec_config_t c = config(1, 1 << 20, ST_EV_DISCARD);
     c.max_nodes = 3; /* the root and two paths */
     c.wall = fake_wall;
@@ -429,7 +483,7 @@ static void test_collector_protocol(void)
  * that alloc and samples fill. */
 static void test_event_kinds(void)
 {
-    fake_clock_t clk = {1000, 0};
+    fake_clock_t clk = {1000, 0, 0};
     st_rec_config_t c = config(1, 1 << 20, ST_EV_DISCARD);
     c.wall = fake_wall;
     c.clock_ctx = &clk;
@@ -547,7 +601,7 @@ static void test_fold_chains(void)
  * begins go to the reserve, so the timeline stays balanced. */
 static void test_discard(void)
 {
-    fake_clock_t clk = {0, 0};
+    fake_clock_t clk = {0, 0, 0};
     /* room for one smallest chunk of 64 words, and nothing for the signal lane */
     st_rec_config_t c = config(1, ST_EV_CHUNK_BYTES(ST_EV_MIN_CHUNK_WORDS), ST_EV_DISCARD);
     c.wall = fake_wall;
@@ -594,7 +648,7 @@ static char tmpdir[64];
 /* Flush: full chunks go to the spill file and come back in order. */
 static void test_flush(void)
 {
-    fake_clock_t clk = {0, 0};
+    fake_clock_t clk = {0, 0, 0};
     st_rec_config_t c = config(1, ST_EV_CHUNK_BYTES(ST_EV_CHUNK_WORDS) * 2, ST_EV_FLUSH);
     c.wall = fake_wall;
     c.clock_ctx = &clk;
@@ -963,6 +1017,7 @@ int main(void)
     test_tstat();
     test_pathtab();
     test_fake_clock();
+    test_cpu_carried_forward();
     test_node_limit();
     test_counters();
     test_collector_protocol();
