@@ -509,9 +509,15 @@ void st_rec_sig_threads(st_recorder_t *r, uint32_t nthreads)
 __attribute__((noinline)) uint64_t st_rec_cpu_read(st_rec_thread_t *th, uint64_t wall)
 {
     uint64_t cpu = st_rec_cpu(th);
-    if (th->cpu_reads && wall > th->cpu_wall)
-        th->cpu_rate = cpu > th->cpu_last ? (double)(cpu - th->cpu_last) / (double)(wall - th->cpu_wall)
-                                          : 0.0;
+    /* the rate in 1/65536ths of a CPU ns per tick, at most 256 ns a tick (no tick is
+     * that long), so that dt * rate stays below 2^64 for any dt it multiplies (below
+     * cpu_every ticks: a second is under 2^34 ticks) */
+    if (th->cpu_reads && wall > th->cpu_wall) {
+        double rate = cpu > th->cpu_last ? (double)(cpu - th->cpu_last) * 65536.0 /
+                                               (double)(wall - th->cpu_wall)
+                                         : 0.0;
+        th->cpu_rate = rate < (double)(1u << 24) ? (uint64_t)rate : 1u << 24;
+    }
     th->cpu_wall = wall;
     th->cpu_last = cpu;
     th->cpu_reads++;

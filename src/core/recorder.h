@@ -157,7 +157,8 @@ typedef struct st_rec_thread {
     void *clock_ctx;
     uint64_t cpu_every;       /* the CPU clock carried forward (see the note) */
     uint64_t cpu_wall, cpu_last; /* the last reading: its wall tick and CPU ns */
-    double cpu_rate;          /* CPU ns per wall tick over the interval before it */
+    uint64_t cpu_rate;        /* CPU ns per wall tick over the interval before it, in
+                               * 1/65536ths (fixed point: no conversion on the hot path) */
     uint64_t cpu_reads;       /* readings made (the carried-forward clock's cost) */
     st_pathtab_t paths;
     st_evbuf_t ev;
@@ -314,7 +315,7 @@ static inline uint64_t st_rec_cpu_at(st_rec_thread_t *th, uint64_t wall, uint64_
 {
     uint64_t dt = wall - th->cpu_wall;
     if (dt < th->cpu_every && wall - since < th->cpu_every)
-        return th->cpu_last + (uint64_t)((double)dt * th->cpu_rate);
+        return th->cpu_last + ((dt * th->cpu_rate) >> 16);
     return st_rec_cpu_read(th, wall);
 }
 

@@ -212,7 +212,7 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                                            "--memory=sample: sampled allocations only"),
                      NO_RANGE},
     [ST_S_CPU_CLOCK_INTERVAL] = {"cpu_clock_interval", "STRATA_CPU_CLOCK_INTERVAL", ST_TYPE_INT,
-                                 "20", "general",
+                                 "50", "general",
                                  "cpu_clock: microseconds of wall time between readings of a "
                                  "thread's CPU clock (a system call), carried forward at the "
                                  "thread's rate in between; a call that lasts this long gets "

@@ -284,7 +284,7 @@ static void test_cpu_carried_forward(void)
     /* 200 ticks later: read (the rate is now 0.5), f starts */
     clk.wall = 1200, clk.cpu = 600;
     st_rec_enter(th, 2, NULL);
-    CHECK(clk.cpu_reads == 2 && th->cpu_rate == 0.5);
+    CHECK(clk.cpu_reads == 2 && th->cpu_rate == 32768); /* 0.5 */
     /* short calls of g within 100 ticks: carried forward, no reading */
     for (int i = 0; i < 4; i++) {
         clk.wall += 10, clk.cpu += 5;
@@ -296,7 +296,7 @@ static void test_cpu_carried_forward(void)
     /* f then sleeps: it ends at 1500 having lasted 300 ticks, so its end is read */
     clk.wall = 1500, clk.cpu = 640;
     st_rec_exit(th);
-    CHECK(clk.cpu_reads == 3 && th->cpu_rate == 40.0 / 300.0);
+    CHECK(clk.cpu_reads == 3 && th->cpu_rate == (uint64_t)(40.0 * 65536 / 300.0));
     /* main ends 20 ticks later: carried at the sleepy rate */
     clk.wall = 1520, clk.cpu = 660;
     st_rec_exit(th);
