@@ -133,8 +133,8 @@ def doc_markers(version):
 # Targets from the issues, for the call-heavy workload (strata added / other added):
 # the profile hook (3.11), and sys.monitoring (3.12+), where left-out code must also run
 # at (nearly) full speed: excluded / plain.
-TARGETS = {"floor": 1.25, "cProfile": 0.65}
-TARGETS_MONITORING = {"cProfile": 0.6}
+TARGETS = {"floor": 1.25, "floor-tsc": 1.1, "cProfile": 0.65}
+TARGETS_MONITORING = {"floor-tsc": 1.1, "cProfile": 0.6}
 EXCLUDED_TARGET = 1.05
 TARGET_WORKLOAD = "fib"
 
@@ -147,8 +147,11 @@ WORKLOADS = {
                      ("real", "test_json", "regrtest"), False),
     "startup": ("startup.py", "start-up: an empty script", ("empty",), True),
 }
-TOOLS = ["floor", "strata", "strata-cpu", "excluded", "cProfile", "yappi"]
-COMPARED = ["floor", "cProfile", "yappi"]  # strata's added time is divided by theirs
+TOOLS = ["floor", "floor-tsc", "strata", "strata-cpu", "excluded", "cProfile", "yappi",
+         "pyinstrument"]
+# strata's added time is divided by theirs
+COMPARED = ["floor", "floor-tsc", "cProfile", "yappi", "pyinstrument"]
+PYINSTRUMENT_REQUIREMENT = "pyinstrument>=5,<6"
 STRATA_TOOLS = ("strata", "strata-cpu", "excluded", "before")
 # issue 17: wall_clock,cpu_clock's added time over wall_clock's alone, at most
 CPU_CLOCK_TARGET = 1.5
@@ -249,7 +252,9 @@ def build_floor(tool, info, module="benchfloor"):
     out_dir = os.path.join(BUILD_DIR, info["soabi"])
     target = os.path.join(out_dir, module + info["ext_suffix"])
     tool.ext_dir = out_dir
-    if os.path.exists(target) and os.path.getmtime(target) >= os.path.getmtime(src):
+    base = os.path.join(BENCH, "floor", "benchfloor.c")  # benchfloortsc.c includes it
+    newest = max(os.path.getmtime(src), os.path.getmtime(base))
+    if os.path.exists(target) and os.path.getmtime(target) >= newest:
         return
     os.makedirs(out_dir, exist_ok=True)
     cc = os.environ.get("CC", "gcc")
@@ -257,7 +262,8 @@ def build_floor(tool, info, module="benchfloor"):
     if info["platinclude"] != info["include"]:
         cmd.append("-I" + info["platinclude"])
     cmd += [src, "-o", target]
-    what = "the floor hook" if module == "benchfloor" else "the sampling floor"
+    what = {"benchfloor": "the floor hook", "benchfloortsc": "the floor hook with one TSC "
+            "read an event"}.get(module, "the sampling floor")
     log(f"bench: building {what}: " + " ".join(shlex.quote(c) for c in cmd))
     rc, out = run_capture(cmd)
     if rc != 0:
@@ -358,7 +364,7 @@ def command(tool, python, script, outdir):
         return sample_command(tool, python, script, outdir)
     if name == "plain":
         return [python, script]
-    if name == "floor":
+    if name in ("floor", "floor-tsc"):  # floor-tsc: FLOOR_MODULE in its env
         return [python, os.path.join(RUNNERS, "floor.py"), tool.ext_dir, script]
     if name in ("strata", "before"):
         return [tool.strata, "python", "-o", outdir, "--", script]
@@ -372,6 +378,8 @@ def command(tool, python, script, outdir):
         return [python, "-m", "cProfile", "-o", os.devnull, script]
     if name == "yappi":
         return [python, "-m", "yappi", "-c", "wall", "-o", os.devnull, script]
+    if name == "pyinstrument":
+        return [python, "-m", "pyinstrument", "-o", os.devnull, script]
     raise ValueError(name)
 
 
@@ -1208,6 +1216,11 @@ def main(argv=None):
             setup_sample_tool(t, interp, strata, python)
         elif t.name == "floor":
             build_floor(t, interp)
+        elif t.name == "floor-tsc":
+            build_floor(t, interp, "benchfloortsc")
+            t.env["FLOOR_MODULE"] = "benchfloortsc"
+        elif t.name == "pyinstrument":
+            setup_bench_venv(t, interp, "pyinstrument", PYINSTRUMENT_REQUIREMENT)
         elif t.name in ("strata", "strata-cpu", "excluded"):
             setup_strata(t, strata, python)
         elif t.name == "before":

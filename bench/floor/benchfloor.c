@@ -24,6 +24,36 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <stdint.h>
+
+/* benchfloortsc.c builds this file again as `benchfloortsc`, whose callbacks read
+ * the TSC once an event (the floor of any timing profiler: the event and one clock
+ * read, nothing else). */
+#ifndef FLOOR_NAME
+#define FLOOR_NAME benchfloor
+#endif
+#define FLOOR_STR_(x) #x
+#define FLOOR_STR(x) FLOOR_STR_(x)
+#define FLOOR_CAT_(a, b) a##b
+#define FLOOR_CAT(a, b) FLOOR_CAT_(a, b)
+
+#ifdef FLOOR_TSC
+static volatile uint64_t floor_last;
+static inline void on_event(void)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    floor_last = (uint64_t)hi << 32 | lo;
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    floor_last = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+#else
+static inline void on_event(void) {}
+#endif
 
 #if PY_VERSION_HEX >= 0x030C0000
 
@@ -31,6 +61,7 @@ static PyObject *
 empty_callback(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self; (void)args; (void)nargs;
+    on_event();
     Py_RETURN_NONE;
 }
 
@@ -106,6 +137,7 @@ static int
 empty_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     (void)obj; (void)frame; (void)what; (void)arg;
+    on_event();
     return 0;
 }
 
@@ -172,14 +204,14 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "benchfloor",
+    .m_name = FLOOR_STR(FLOOR_NAME),
     .m_doc = "Empty profiling callbacks: the floor for profiler overhead.",
     .m_size = -1,
     .m_methods = methods,
 };
 
 PyMODINIT_FUNC
-PyInit_benchfloor(void)
+FLOOR_CAT(PyInit_, FLOOR_NAME)(void)
 {
     return PyModule_Create(&moduledef);
 }

@@ -1,4 +1,5 @@
-"""Run a script under the bare C profile hook (bench/floor/benchfloor.c).
+"""Run a script under the bare C profile hook (bench/floor/benchfloor.c; with
+FLOOR_MODULE=benchfloortsc, the hook that reads the TSC once an event).
 
     python bench/runners/floor.py EXT_DIR script.py [args...]
 
@@ -18,9 +19,10 @@ from _as_main import run_as_main
 def main():
     ext_dir, script = sys.argv[1], sys.argv[2]
     sys.path.insert(0, ext_dir)
-    import benchfloor
+    # benchfloor, or benchfloortsc (one TSC read an event): os is loaded at start-up
+    floor = __import__(sys.modules["os"].environ.get("FLOOR_MODULE", "benchfloor"))
     del sys.path[0]
-    run_as_main(script, sys.argv[2:], benchfloor.install, benchfloor.uninstall)
+    run_as_main(script, sys.argv[2:], floor.install, floor.uninstall)
 
 
 main()
