@@ -297,8 +297,7 @@ void st_pymem_native_poll(void)
     if ((loads != cm.loads || cm.settle > 0) && atomic_load(&cm.on)) {
         /* The dynamic linker counts an object in when it maps it, and fills its
          * slots after: one another thread is loading may be seen half done, its
-         * slots filled again after strata's. The next looks (20 ms apart at least)
-         * redirect again. */
+         * slots filled again after strata's. The next three looks redirect again. */
         cm.settle = loads != cm.loads ? 3 : cm.settle - 1;
         cm.loads = loads;
         st_got_redirect(to_strata, MALLOCS, keep_mallocs, NULL);
