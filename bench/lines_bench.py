@@ -43,11 +43,15 @@ memory through psutil at every line) under
     memory_profiler   python -m memory_profiler lines_loop.py ...  (requirements-dev.txt)
     memray    python -m memray run -o TMP lines_loop.py ...  (every allocation with its
               stack; from PyPI into .venv-bench, as yappi)
+    scalene   python -m scalene run -o TMP lines_loop.py --- ...  (sampled CPU and
+              memory; from PyPI into .venv-bench)
+    tracemalloc   python -X tracemalloc=1 lines_loop.py ...  (every allocation with its
+              innermost frame: the standard library's own)
 
 and then bench/workloads/alloc_mix.py (150 rounds of records, strings, a JSON round
 trip and buffers; about a second; no function chosen) under plain, heap, sample,
-profile and memray: the sampled mode's own row (on the loop, a 20 ms program,
-strata's start-up is most of what it adds).
+profile, memray, scalene and tracemalloc: the sampled mode's own row (on the loop, a
+20 ms program, strata's start-up is most of what it adds).
 
 Targets (issue 12): the memory mode at least 20 times faster than memory_profiler
 (its added time 20 times smaller) and below memray's added time; the sampled mode at
@@ -168,6 +172,8 @@ def main_memory(args, repeats, strata, python, interp):
     mp_version = out.strip()
     memray = Tool("memray")
     setup_bench_venv(memray, interp, "memray", "memray")
+    scalene = Tool("scalene")
+    setup_bench_venv(scalene, interp, "scalene", "scalene")
     env = clean_env()
     quiet = dict(env, STRATA_PRINT_TABLES="OFF")
     configs = {
@@ -184,6 +190,11 @@ def main_memory(args, repeats, strata, python, interp):
         configs["memray"] = lambda a, d: ([python, "-m", "memray", "run", "-q", "-o",
                                            d + ".bin", SCRIPT] + a,
                                           dict(env, **memray.env))
+    if scalene.available:
+        configs["scalene"] = lambda a, d: ([python, "-m", "scalene", "run", "-o", d + ".json",
+                                            SCRIPT, "---"] + a, dict(env, **scalene.env))
+    # tracemalloc: every allocation with its innermost frame (python -X tracemalloc)
+    configs["tracemalloc"] = lambda a, d: ([python, "-X", "tracemalloc=1", SCRIPT] + a, env)
     items = {"hot": ["hot", "100000"]}
     runs = round_robin(configs, items, repeats, args.timeout)
     results = {r.stdout.strip().splitlines()[0] for rs in runs.values() for r in rs}
@@ -194,7 +205,8 @@ def main_memory(args, repeats, strata, python, interp):
     # the allocating program (no function chosen: memory_profiler and rss have no
     # line to measure there), its script in place of the loop's
     mix = {c: on_script(configs[c], ALLOC_MIX)
-           for c in ("plain", "heap", "sample", "profile", "memray") if c in configs}
+           for c in ("plain", "heap", "sample", "profile", "memray", "scalene", "tracemalloc")
+           if c in configs}
     mix_runs = round_robin(mix, {"mix": [ALLOC_ROUNDS]}, repeats, args.timeout)
     mix_results = {r.stdout.strip() for rs in mix_runs.values() for r in rs}
     if len(mix_results) != 1:
@@ -205,7 +217,9 @@ def main_memory(args, repeats, strata, python, interp):
     cols = [c for c in configs if c != "plain"]
     names = {"heap": "strata --memory", "rss": "strata --memory=rss",
              "sample": "strata --memory=sample", "profile": "strata (no --memory)",
-             "memory_profiler": f"memory_profiler {mp_version}", "memray": "memray run"}
+             "memory_profiler": f"memory_profiler {mp_version}", "memray": "memray run",
+             "scalene": f"scalene {scalene.version or ''}".strip(),
+             "tracemalloc": "python -X tracemalloc"}
     head = "| workload | " + " | ".join(f"{names[c]} / plain" for c in cols) + \
         " | memory_profiler added / strata added | memray added / strata added |"
     mem_ratio = f"{added['memray'] / added['heap']:.1f}" if "memray" in added else "n/a"
@@ -224,7 +238,8 @@ def main_memory(args, repeats, strata, python, interp):
         "",
         f"- Date: {when}; CPU time (user + sys), median of {repeats} runs per configuration "
         f"after one warm-up round, in a shuffled order; command `python bench/run.py --mode "
-        f"memory -n {repeats}`" + ("" if memray.available else f"; memray: {memray.reason}"),
+        f"memory -n {repeats}`" + ("" if memray.available else f"; memray: {memray.reason}")
+        + ("" if scalene.available else f"; scalene: {scalene.reason}"),
         f"- Machine: {os.cpu_count()} CPUs; {' '.join(interp['version'].split())}",
         "",
         head,

@@ -45,7 +45,8 @@ void st_pymem_sites(struct st_recorder *rec, uint32_t bytes, uint32_t count);
  * allocation in 512 KiB on average (each byte with the same chance), each standing
  * for its bytes over that chance, kept while it lives. st_pymem_sample switches it on
  * (before st_pymem_start; estimate_sites: the sites' bytes and counts come from the
- * samples too, the cheap mode; walk_stacks: no call-tree profile runs, and each
+ * samples too, the cheap mode, in which small objects are seen as pymalloc's arenas;
+ * walk_stacks: no call-tree profile runs, and each
  * sample keeps its Python stack, a call path of its thread after the run: stack
  * mode); st_pymem_holdings, when profiling stops, adds the live
  * samples' bytes at the peak and at the end to each call path's `peak` and `at_exit`
