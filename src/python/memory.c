@@ -673,19 +673,18 @@ static void make_stack_paths(st_recorder_t *rec, st_rec_thread_t **th, uint32_t 
     PyErr_Fetch(&et, &ev, &tb);
     for (uint32_t k = 0; k < smp.nstacks; k++) {
         const mstack_t *st = &smp.stacks[k];
-        th[k] = NULL;
         node[k] = ST_PATH_NONE;
-        for (uint32_t j = 0; j < k && !th[k]; j++) /* the thread of an earlier stack */
-            if (smp.stacks[j].tid == st->tid && th[j])
-                th[k] = th[j];
-        if (!th[k] && (th[k] = st_rec_register_tid(rec, st->tid)) != NULL &&
-            strncmp(th[k]->name, "Thread-", 7) == 0) {
-            char name[64];
+        /* the thread's state (the one it has, or made now), named once: while it
+         * still has the recorder's made-up name */
+        th[k] = st_rec_register_tid(rec, st->tid);
+        if (!th[k])
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "Thread-%llu", (unsigned long long)st->tid);
+        if (strcmp(th[k]->name, name) == 0) {
             st_pythread_name(st->ident, name, sizeof name);
             st_rec_thread_name(th[k], name);
         }
-        if (!th[k])
-            continue;
         uint32_t at = 0;
         for (uint32_t i = st->n; i-- > 0 && at != ST_PATH_NONE;) {
             uint32_t label = st_pylabel_of((PyCodeObject *)smp.frames[st->first + i]);
