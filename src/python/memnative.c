@@ -49,7 +49,6 @@ typedef struct {
 
 static struct {
     _Atomic int on;
-    int patched;
     shard_t shard[SHARDS];
     pthread_mutex_t scan;    /* one redirect at a time */
     unsigned long long loads;  /* the dynamic linker's count at the last scan */
@@ -239,20 +238,37 @@ static void *c_dlopen(const char *file, int flags)
     return h;
 }
 
-/* The functions redirected, and where their calls go back to at the end. */
+/* The functions redirected (malloc's kin, then dlopen), and where their calls go
+ * back to at the end. */
 #define MALLOCS 9
-static const st_got_redirect_t to_strata[] = {
-    {"malloc", NULL, (void *)c_malloc},
-    {"calloc", NULL, (void *)c_calloc},
-    {"realloc", NULL, (void *)c_realloc},
-    {"reallocarray", NULL, (void *)c_reallocarray},
-    {"free", NULL, (void *)c_free},
-    {"posix_memalign", NULL, (void *)c_posix_memalign},
-    {"aligned_alloc", NULL, (void *)c_aligned_alloc},
-    {"memalign", NULL, (void *)c_memalign},
-    {"valloc", NULL, (void *)c_valloc},
-    {"dlopen", NULL, (void *)c_dlopen},
+static const struct {
+    const char *symbol;
+    void *wrapper, *real;
+} fns[] = {
+    {"malloc", (void *)c_malloc, (void *)malloc},
+    {"calloc", (void *)c_calloc, (void *)calloc},
+    {"realloc", (void *)c_realloc, (void *)realloc},
+    {"reallocarray", (void *)c_reallocarray, (void *)reallocarray},
+    {"free", (void *)c_free, (void *)free},
+    {"posix_memalign", (void *)c_posix_memalign, (void *)posix_memalign},
+    {"aligned_alloc", (void *)c_aligned_alloc, (void *)aligned_alloc},
+    {"memalign", (void *)c_memalign, (void *)memalign},
+    {"valloc", (void *)c_valloc, (void *)valloc},
+    {"dlopen", (void *)c_dlopen, (void *)dlopen},
 };
+#define NFNS (sizeof fns / sizeof *fns)
+
+/* Redirects fns[first .. first + n) in the objects keep accepts: to strata's
+ * wrappers, or (back) from them to the real functions. */
+static void redirect(size_t first, size_t n, int back, st_got_keep_t keep)
+{
+    st_got_redirect_t r[NFNS];
+    for (size_t i = 0; i < n; i++)
+        r[i] = back ? (st_got_redirect_t){fns[first + i].symbol, fns[first + i].wrapper,
+                                          fns[first + i].real}
+                    : (st_got_redirect_t){fns[first + i].symbol, NULL, fns[first + i].wrapper};
+    st_got_redirect(r, n, keep, NULL);
+}
 
 static const char *const left_alone[] = {
     "libc.so", "ld-linux", "ld64.so", "libasan.so", "libtsan.so", "libubsan.so",
@@ -300,9 +316,8 @@ void st_pymem_native_poll(void)
          * slots filled again after strata's. The next three looks redirect again. */
         cm.settle = loads != cm.loads ? 3 : cm.settle - 1;
         cm.loads = loads;
-        st_got_redirect(to_strata, MALLOCS, keep_mallocs, NULL);
-        st_got_redirect(to_strata + MALLOCS, 1, keep_dlopens, NULL);
-        cm.patched = 1;
+        redirect(0, MALLOCS, 0, keep_mallocs);
+        redirect(MALLOCS, NFNS - MALLOCS, 0, keep_dlopens);
     }
     pthread_mutex_unlock(&cm.scan);
 }
@@ -335,22 +350,7 @@ void st_pymem_native_stop(void)
 {
     atomic_store(&cm.on, 0);
     pthread_mutex_lock(&cm.scan);
-    if (cm.patched) {
-        const st_got_redirect_t back[] = {
-            {"malloc", (void *)c_malloc, (void *)malloc},
-            {"calloc", (void *)c_calloc, (void *)calloc},
-            {"realloc", (void *)c_realloc, (void *)realloc},
-            {"reallocarray", (void *)c_reallocarray, (void *)reallocarray},
-            {"free", (void *)c_free, (void *)free},
-            {"posix_memalign", (void *)c_posix_memalign, (void *)posix_memalign},
-            {"aligned_alloc", (void *)c_aligned_alloc, (void *)aligned_alloc},
-            {"memalign", (void *)c_memalign, (void *)memalign},
-            {"valloc", (void *)c_valloc, (void *)valloc},
-            {"dlopen", (void *)c_dlopen, (void *)dlopen},
-        };
-        st_got_redirect(back, sizeof back / sizeof *back, NULL, NULL);
-        cm.patched = 0;
-    }
+    redirect(0, NFNS, 1, NULL); /* every slot still holding a wrapper */
     pthread_mutex_unlock(&cm.scan);
 }
 
