@@ -173,7 +173,7 @@ static st_rec_thread_t *thread_new(st_recorder_t *r, uint64_t tid)
     th->cpu_clock = r->cfg.cpu_clock;
     th->clock_ctx = r->cfg.clock_ctx;
     th->cpu_every = r->cfg.cpu_every;
-    th->cpu_wall = 1ull << 63; /* far from any tick: the first call reads the clock */
+    th->cpu_wall = ST_REC_CPU_NEVER;
     th->rec = r;
     th->index = r->nthreads;
     th->tid = tid;
@@ -512,7 +512,7 @@ __attribute__((noinline)) uint64_t st_rec_cpu_read(st_rec_thread_t *th, uint64_t
     /* the rate in 1/65536ths of a CPU ns per tick, at most 256 ns a tick (no tick is
      * that long), so that dt * rate stays below 2^64 for any dt it multiplies (below
      * cpu_every ticks: a second is under 2^34 ticks) */
-    if (th->cpu_reads && wall > th->cpu_wall) {
+    if (th->cpu_wall != ST_REC_CPU_NEVER && wall > th->cpu_wall) {
         double rate = cpu > th->cpu_last ? (double)(cpu - th->cpu_last) * 65536.0 /
                                                (double)(wall - th->cpu_wall)
                                          : 0.0;
@@ -520,7 +520,6 @@ __attribute__((noinline)) uint64_t st_rec_cpu_read(st_rec_thread_t *th, uint64_t
     }
     th->cpu_wall = wall;
     th->cpu_last = cpu;
-    th->cpu_reads++;
     return cpu;
 }
 

@@ -74,6 +74,8 @@
 
 #define ST_REC_WALL 0      /* the wall timer's metric id */
 #define ST_REC_CPU 1       /* the CPU timer's metric id (with cpu) */
+#define ST_REC_CPU_NEVER (1ull << 63) /* cpu_wall before the first reading: far from
+                                       * any tick, so the first call reads the clock */
 
 /* A clock: returns ticks. Tests inject one; NULL means st_clock_ticks() (wall) or
  * st_clock_thread_cpu_ns() (cpu). Used from st_rec_sample, so it must be
@@ -156,10 +158,10 @@ typedef struct st_rec_thread {
     st_rec_clock_fn wall, cpu_clock;
     void *clock_ctx;
     uint64_t cpu_every;       /* the CPU clock carried forward (see the note) */
-    uint64_t cpu_wall, cpu_last; /* the last reading: its wall tick and CPU ns */
+    uint64_t cpu_wall, cpu_last; /* the last reading: its wall tick (ST_REC_CPU_NEVER
+                                  * before the first) and CPU ns */
     uint64_t cpu_rate;        /* CPU ns per wall tick over the interval before it, in
                                * 1/65536ths (fixed point: no conversion on the hot path) */
-    uint64_t cpu_reads;       /* readings made (the carried-forward clock's cost) */
     st_pathtab_t paths;
     st_evbuf_t ev;
     /* cold */
