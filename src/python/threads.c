@@ -5,11 +5,18 @@
 
 /* threading._active[ident] (the Thread object), or NULL if it has none; new
  * reference, no exception left set. */
-static PyObject *threading_thread(unsigned long ident)
+/* The threading module if the program imported it (new reference), or NULL. */
+static PyObject *threading_module(void)
 {
     PyObject *modname = PyUnicode_FromString("threading");
     PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
     Py_XDECREF(modname);
+    return threading;
+}
+
+static PyObject *threading_thread(unsigned long ident)
+{
+    PyObject *threading = threading_module();
     PyObject *t = NULL;
     if (threading) {
         PyObject *active = PyObject_GetAttrString(threading, "_active");
@@ -29,9 +36,7 @@ static PyObject *threading_thread(unsigned long ident)
  * ident (an ident may have been reused: then any of them), or NULL. */
 static PyObject *ended_thread(unsigned long ident)
 {
-    PyObject *modname = PyUnicode_FromString("threading");
-    PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
-    Py_XDECREF(modname);
+    PyObject *threading = threading_module();
     PyObject *all = threading ? PyObject_GetAttrString(threading, "_dangling") : NULL;
     PyObject *it = all ? PyObject_GetIter(all) : NULL, *t, *found = NULL;
     while (it && (t = PyIter_Next(it)) != NULL) {
