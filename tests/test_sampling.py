@@ -94,6 +94,24 @@ def test_known_split_cpu(runner):
     assert (runner.results() / "samples.txt").is_file()
 
 
+def test_cheap_mode_imports_nothing_the_program_did_not(runner):
+    """Sampling alone loads no module plain python would not (threading and the
+    collections and functools it pulls in cost a start-up of their own), and the
+    main thread of a program without threading is still named MainThread."""
+    runner.write("mods.py", """
+import sys
+print(sorted(m for m in ("threading", "collections", "functools") if m in sys.modules))
+s = 0
+for i in range(3_000_000):
+    s += i
+""")
+    plain = runner.plain("mods.py")
+    res = runner.strata("--sample", "-f", "1000", "mods.py")
+    assert res.returncode == 0 and res.stdout == plain.stdout, (res.describe(), plain.stdout)
+    prof = load_profile(runner.results())
+    assert [t["name"] for t in prof["threads"]] == ["MainThread"], prof["threads"]
+
+
 def test_sampled_lines(runner):
     """The line the innermost Python frame ran, per sample: unit()'s loop (lines 3
     and 4 of split.py) holds nearly every period, its lines add up to unit()'s own

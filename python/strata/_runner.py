@@ -9,8 +9,6 @@ import atexit
 import builtins
 import os
 import sys
-import threading  # noqa: F401  (imported before profiling starts)
-import types
 from _frozen_importlib_external import SourceFileLoader as _SourceFileLoader
 
 from . import _strata
@@ -87,7 +85,7 @@ def _read_setup(path):
 
 def _main_module():
     """A fresh __main__, with the names plain python gives one, in its order."""
-    module = types.ModuleType("__main__")
+    module = type(sys)("__main__")
     module.__dict__["__annotations__"] = {}
     module.__dict__["__builtins__"] = builtins
     return module

@@ -929,6 +929,7 @@ PyMODINIT_FUNC PyInit__strata(void)
         PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot");
         return NULL;
     }
+    st_py.main_ident = PyThread_get_thread_ident();
     st_py.threads = PyList_New(0);
     st_py.error = PyErr_NewException("_strata.Error", NULL, NULL);
     if (!st_py.threads || !st_py.error || PyModule_AddObjectRef(m, "Error", st_py.error) < 0) {

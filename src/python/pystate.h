@@ -99,6 +99,8 @@ typedef struct {
     cfunc_entry_t *cfuncs;
     size_t ncfunc_slots, ncfuncs;
     PyObject *error;          /* _strata.Error */
+    unsigned long main_ident; /* the thread that imported strata: the main one, as
+                                 threading takes its importer to be */
 } st_py_state_t;
 
 extern st_py_state_t st_py;

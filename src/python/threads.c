@@ -69,6 +69,16 @@ int st_pythread_name(unsigned long ident, char *buf, size_t size)
     if (s) {
         snprintf(buf, size, "%s", s);
         found = 1;
+    } else if (ident == st_py.main_ident && !PyErr_Occurred()) {
+        /* A program that never imports threading (strata itself does not) has
+         * no Thread objects: its main thread is named as threading would name
+         * it. */
+        PyObject *threading = threading_module();
+        if (!threading) {
+            snprintf(buf, size, "MainThread");
+            found = 1;
+        }
+        Py_XDECREF(threading);
     }
     Py_XDECREF(name);
     Py_XDECREF(t);
