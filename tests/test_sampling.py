@@ -157,11 +157,13 @@ THREADS = """
             s += i
         return s
 
+    # long enough (about 0.2 s of CPU each) to outlast the 20 ms in which strata finds
+    # a new thread, also on a loaded machine
     def early_work():
-        spin(1_500_000)
+        spin(5_000_000)
 
     def late_work():
-        spin(1_500_000)
+        spin(5_000_000)
 
     def sleeper():
         time.sleep(0.4)

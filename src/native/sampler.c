@@ -44,7 +44,7 @@ static int walk(st_sthread_t *t, void *ucontext, uint32_t *ids, int cap)
     /* the signal a wait held back comes in inside wait_end's sigmask call: that
      * libc frame is not where the thread waited (wait_end's own frame is left out
      * with strata's others; the wrapper, named as the call it wraps, stays) */
-    return st_nstack_walk(&nstack, ucontext, &n->uw, n->waking ? 1 : 0, 0, 0, 0, ids, cap, NULL);
+    return st_nstack_walk(&nstack, ucontext, &n->uw, n->waking ? 1 : 0, NULL, 0, 0, ids, cap, NULL);
 }
 
 /* ------------------------------------------------------------------------- */

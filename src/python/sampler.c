@@ -14,6 +14,7 @@
 #include "python/labels.h"
 #include "python/pystate.h"
 #include "python/threads.h"
+#include "sampling/ehframe.h"
 #include "sampling/addrtab.h"
 #include "sampling/nstack.h"
 #include "sampling/stacks.h"
@@ -46,8 +47,12 @@
 /* One sampled thread's own state (its st_sthread_t's ctx). */
 typedef struct {
     PyThreadState *tstate;
+    unsigned long ident;         /* its Python id (threading's) when last scanned: it
+                                  * names the thread after its state is gone */
     st_unwind_thread_t uw;       /* --native: its stack, for the unwinder */
 } pythread_t;
+
+#define EVAL_PARTS 3 /* parts of the eval loop outside its symbol, at most */
 
 static st_stacks_t stacks = ST_STACKS_INIT;
 static st_nstack_t nstack = ST_NSTACK_INIT;
@@ -68,8 +73,11 @@ static struct {
     int watcher;                  /* 3.12+: the code watcher's id, or -1 */
     int on;                       /* sampling runs */
     int native;                   /* --native: C frames too */
-    uintptr_t eval_lo, eval_hi;   /* the eval loop's code (_PyEval_EvalFrameDefault) */
+    st_range_t eval[1 + EVAL_PARTS]; /* the eval loop's code (_PyEval_EvalFrameDefault)
+                                   * and its parts that lie elsewhere */
+    int neval;
     uint64_t loads;               /* the loader's count of loads and unloads, last seen */
+    _Atomic uint64_t native_cut;  /* --native: samples whose native walk met no eval loop */
 } sp = {.watcher = -1};
 
 /* ------------------------------------------------------------------------- */
@@ -95,10 +103,12 @@ static int walk(st_sthread_t *t, void *ucontext, uint32_t *ids, int cap)
     int n = 0;
     if (sp.native) {
         int stopped = 0;
-        n = st_nstack_walk(&nstack, ucontext, &p->uw, 0, sp.eval_lo, sp.eval_hi, NATIVE_BASE,
+        n = st_nstack_walk(&nstack, ucontext, &p->uw, 0, sp.eval, sp.neval, NATIVE_BASE,
                            ids, cap, &stopped);
-        if (n < 0 || !stopped)
+        if (n < 0 || !stopped) {
+            atomic_fetch_add_explicit(&sp.native_cut, 1, memory_order_relaxed);
             n = 0;
+        }
     }
     st_pyframe_t fr[ST_EV_MAX_FRAMES];
     int room = cap - n < ST_EV_MAX_FRAMES ? cap - n : ST_EV_MAX_FRAMES;
@@ -201,12 +211,13 @@ static st_sthread_t *add_thread(PyThreadState *ts)
     return t;
 }
 
-/* Names the thread's results as threading names it, once threading knows it;
- * returns 1 when threading named it. */
-static int name_thread(st_sthread_t *t, PyThreadState *ts)
+/* Names the thread's results as threading names it, once threading knows it
+ * (also after it ended, while the program holds its Thread object); returns 1
+ * when threading named it. */
+static int name_thread(st_sthread_t *t)
 {
     char name[64];
-    int named = st_pythread_name(ts->thread_id, name, sizeof name);
+    int named = st_pythread_name(((pythread_t *)t->ctx)->ident, name, sizeof name);
     /* a thread the profile hook follows too is named by it (the same name) */
     if (named || strncmp(t->th->name, "Thread-", 7) == 0)
         st_rec_thread_name(t->th, name);
@@ -229,15 +240,20 @@ static void scan_threads(void)
         if (!t)
             continue;
         t->seen = sp.scan;
+        ((pythread_t *)t->ctx)->ident = ts->thread_id;
         if (!t->flags && t->th)
-            t->flags = name_thread(t, ts);
+            t->flags = name_thread(t);
     }
-    /* threads that ended: their timers go (the states stay for the handler) */
+    /* threads that ended: their timers go (the states stay for the handler); one
+     * that ended before threading knew it when it was scanned is named now */
     uint32_t n = atomic_load(&stacks.nthreads);
     for (uint32_t i = 0; i < n; i++) {
         st_sthread_t *t = stacks.threads[i];
-        if (t->slot >= 0 && t->seen != sp.scan)
+        if (t->slot >= 0 && t->seen != sp.scan) {
             st_stacks_drop(&stacks, t);
+            if (!t->flags && t->th)
+                t->flags = name_thread(t);
+        }
     }
 }
 
@@ -326,8 +342,11 @@ static int eval_loop_range(st_msg_t *msg)
         sym->st_size == 0)
         return st_msg_set(msg, ST_EINVAL, "--native: the interpreter's eval loop "
                                           "(_PyEval_EvalFrameDefault) is not found with its size");
-    sp.eval_lo = (uintptr_t)eval;
-    sp.eval_hi = sp.eval_lo + sym->st_size;
+    sp.eval[0].lo = (uintptr_t)eval;
+    sp.eval[0].hi = sp.eval[0].lo + sym->st_size;
+    /* GCC may move most of the loop out of the symbol (ehframe.h: Debian's 3.14
+     * and 3.15): the native walk must stop there too */
+    sp.neval = 1 + st_ehframe_parts(sp.eval[0].lo, sym->st_size, sp.eval + 1, EVAL_PARTS);
     return 0;
 }
 
@@ -555,6 +574,13 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     sp.watcher = -1;
 #endif
     hold_new_codes();
+    /* threads that ended since the last scan, before threading knew them then */
+    uint32_t nthreads = atomic_load(&stacks.nthreads);
+    for (uint32_t i = 0; i < nthreads; i++) {
+        st_sthread_t *t = stacks.threads[i];
+        if (!t->flags && t->th)
+            t->flags = name_thread(t);
+    }
     uint32_t *map = code_labels();
     if (!map || fold(s, map) < 0)
         s->stack_failed = 1;
@@ -566,6 +592,12 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     if (sp.native) {
         unnamed += st_nstack_unnamed(&nstack);
         st_nstack_end(&nstack);
+        uint64_t cut = atomic_exchange(&sp.native_cut, 0);
+        if (cut)
+            st_stacks_note(&stacks,
+                           "%llu samples have no C frames: their native walk did not reach "
+                           "the interpreter's eval loop (_PyEval_EvalFrameDefault)",
+                           (unsigned long long)cut);
     }
     st_stacks_summarise(&stacks, &s->stacks, unnamed);
     s->stacks.lines = lines;

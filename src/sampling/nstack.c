@@ -47,8 +47,17 @@ int st_nstack_refresh(st_nstack_t *ns, int unloaded)
     return full;
 }
 
+/* Whether pc lies in one of the ranges. */
+static int in_ranges(uintptr_t pc, const st_range_t *r, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (pc >= r[k].lo && pc < r[k].hi)
+            return 1;
+    return 0;
+}
+
 int st_nstack_walk(st_nstack_t *ns, const void *uc, const st_unwind_thread_t *t, int skip,
-                   uintptr_t stop_lo, uintptr_t stop_hi, uint32_t base, uint32_t *ids, int cap,
+                   const st_range_t *stops, int nstops, uint32_t base, uint32_t *ids, int cap,
                    int *stopped)
 {
     /* on the interrupted thread's stack: no more than a sample holds (and the
@@ -65,7 +74,7 @@ int st_nstack_walk(st_nstack_t *ns, const void *uc, const st_unwind_thread_t *t,
     if (stopped)
         *stopped = 0;
     for (int i = skip < got ? skip : got; i < got && n < cap; i++) {
-        if (pcs[i] >= stop_lo && pcs[i] < stop_hi) {
+        if (in_ranges(pcs[i], stops, nstops)) {
             if (stopped)
                 *stopped = 1;
             break;

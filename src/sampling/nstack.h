@@ -60,13 +60,13 @@ int st_nstack_start(st_nstack_t *ns, const char *unwind, char *why_fp, size_t si
 int st_nstack_refresh(st_nstack_t *ns, int unloaded);
 
 /* In the handler: the interrupted thread's native frames, innermost first, as
- * ids (base + id) into ids[0..cap). With stop_hi > stop_lo the walk ends before
- * the first frame inside [stop_lo, stop_hi) (the interpreter's eval loop) and
- * *stopped is set to 1 when it did (may be NULL). `skip` leading frames are
+ * ids (base + id) into ids[0..cap). The walk ends before the first frame inside
+ * one of the nstops ranges `stops` (the interpreter's eval loop, and its parts
+ * that lie elsewhere) and *stopped is set to 1 when it did (may be NULL). `skip` leading frames are
  * dropped (a frame the caller knows is not the program's). Returns the number
  * of ids, or a negative code (no unwinder). Async-signal-safe. */
 int st_nstack_walk(st_nstack_t *ns, const void *uc, const st_unwind_thread_t *t, int skip,
-                   uintptr_t stop_lo, uintptr_t stop_hi, uint32_t base, uint32_t *ids, int cap,
+                   const st_range_t *stops, int nstops, uint32_t base, uint32_t *ids, int cap,
                    int *stopped);
 
 /* After the run (no handler runs): every address seen as a chain of labels,

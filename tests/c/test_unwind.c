@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "sampling/ehframe.h"
 #include "sampling/elfsym.h"
 #include "sampling/modules.h"
 #include "sampling/symbols.h"
@@ -473,6 +474,35 @@ __attribute__((noinline)) static void time_at_depth(int depth)
     }
 }
 
+int split_me(int x, int y); /* ehframe_split.c: GCC splits it into two functions */
+
+/* Function bounds from the unwind tables (ehframe.h): a whole function, the
+ * part GCC moved out of split_me (two branches jump into it), nothing for an
+ * address outside any object. */
+static void test_ehframe(void)
+{
+    st_range_t r;
+    uintptr_t main_at = (uintptr_t)test_ehframe;
+    CHECK(st_ehframe_function(main_at + 1, &r) == 0 && r.lo == main_at && r.hi > main_at + 1);
+    CHECK(st_ehframe_function(16, &r) == -1);
+    uintptr_t at = (uintptr_t)split_me;
+    st_range_t hot;
+    CHECK(split_me(3, 2) == 6);
+    CHECK(st_ehframe_function(at, &hot) == 0 && hot.lo == at);
+    st_range_t parts[4];
+    int n = st_ehframe_parts(at, hot.hi - hot.lo, parts, 4);
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    CHECK(n == 1 && (parts[0].hi <= hot.lo || parts[0].lo >= hot.hi));
+    /* the part is a function of its own to the unwind tables */
+    CHECK(n == 1 && st_ehframe_function(parts[0].lo, &r) == 0 && r.lo == parts[0].lo &&
+          r.hi == parts[0].hi);
+#else
+    (void)n; /* only GCC is asked to split it (CMakeLists.txt) */
+#endif
+    /* a function that jumps nowhere else has no parts */
+    CHECK(st_ehframe_parts(main_at, 16, parts, 4) == 0);
+}
+
 int main(void)
 {
     st_msg_t msg;
@@ -510,6 +540,7 @@ int main(void)
     test_garbage();
     test_elf_files(&mods);
     test_demangle(&mods);
+    test_ehframe();
     time_at_depth(10);
 
     st_symbols_free(sym);
