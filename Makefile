@@ -10,11 +10,12 @@ ASANVENV := .venv-asan
 # compiled out.
 DEBS    := build-essential cmake pkg-config libpcre2-dev python3-dev python3-venv \
            libdw-dev libunwind-dev libpapi-dev
-# debootstrap makes the Debian trixie root of the Python 3.13 leg (make test-py313).
+# debootstrap makes the Debian roots of the other Pythons' legs (trixie: 3.13; forky:
+# 3.14 and 3.15; make test-py313 test-py314 test-py315).
 LEG_DEBS := debootstrap
-# Extra Debian packages installed into that root for tests that use them (libunwind and
+# Extra Debian packages installed into those roots for tests that use them (libunwind and
 # libdw: native stacks, as on the host; PAPI: the papi: counters).
-PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev g++ librsvg2-bin
+PYLEG_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev g++ librsvg2-bin
 # Test-only Debian packages: protobuf-compiler decodes traces, graphviz renders graphs,
 # Open MPI runs the 4-rank mpi4py job (mpi4py itself comes from requirements-dev.txt)
 # and, with MPICH (its headers also build strata's MPICH wrappers), the MPI tests,
@@ -23,7 +24,7 @@ PY313_DEBS := graphviz protobuf-compiler libunwind-dev libdw-dev libpapi-dev g++
 TEST_DEBS := graphviz chromium clang protobuf-compiler openmpi-bin libopenmpi-dev gfortran \
              libomp-dev mpich libmpich-dev libtrilinos-kokkos-dev librsvg2-bin
 
-.PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 bench bench-recorder clean fuzz
+.PHONY: all deps venv build demo test test-c test-tsan test-py test-asan test-py313 test-py314 test-py315 bench bench-recorder clean fuzz
 
 all: build
 
@@ -85,13 +86,18 @@ test-asan: deps
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  STRATA_TEST_SANITIZED=1 $(ASANVENV)/bin/python -m pytest -q -x tests
 
-# The whole suite again on CPython 3.13 (the sys.monitoring backend), built and run in a
-# Debian trixie root made once by debootstrap and reused (/var/tmp/strata-trixie).
-# Skipped, with the reason, where it cannot run (not root, no debootstrap).
+# The whole suite again on CPython 3.13, 3.14 and 3.15 (the sys.monitoring backend),
+# built and run in Debian roots made once by debootstrap and reused
+# (/var/tmp/strata-trixie, /var/tmp/strata-forky). Skipped, with the reason, where they
+# cannot run (not root, no debootstrap).
 test-py313: deps
-	STRATA_LEG_DEBS="$(PY313_DEBS)" bash scripts/py313-leg.sh test
+	STRATA_LEG_DEBS="$(PYLEG_DEBS)" bash scripts/pyleg.sh 3.13 test
+test-py314: deps
+	STRATA_LEG_DEBS="$(PYLEG_DEBS)" bash scripts/pyleg.sh 3.14 test
+test-py315: deps
+	STRATA_LEG_DEBS="$(PYLEG_DEBS)" bash scripts/pyleg.sh 3.15 test
 
-test: test-c test-tsan test-py test-asan test-py313
+test: test-c test-tsan test-py test-asan test-py313 test-py314 test-py315
 
 # Fuzzes the profile.json reader (and the writers behind it) with libFuzzer for
 # FUZZ_SECONDS (default 600); not part of `make test`. Crashes land in build/fuzz/.

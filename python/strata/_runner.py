@@ -86,7 +86,8 @@ def _read_setup(path):
 def _main_module():
     """A fresh __main__, with the names plain python gives one, in its order."""
     module = type(sys)("__main__")
-    module.__dict__["__annotations__"] = {}
+    if sys.version_info < (3, 14):  # 3.14 makes module annotations lazily (PEP 649)
+        module.__dict__["__annotations__"] = {}
     module.__dict__["__builtins__"] = builtins
     return module
 
@@ -180,7 +181,8 @@ def main(argv):
                     runpy._get_module_details = found
         else:
             main_module.__file__ = filename
-            main_module.__cached__ = None
+            if sys.version_info < (3, 15):  # 3.15 sets no __cached__ on modules
+                main_module.__cached__ = None
             main_module.__loader__ = _SourceFileLoader("__main__", filename)
             sys.argv = [target] + args
             if code is None:

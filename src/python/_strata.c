@@ -413,7 +413,18 @@ static void hide_caller(PyThreadState *t, hidden_t *h)
     h->frame = t->cframe->current_frame;
     t->cframe->current_frame = NULL;
 #endif
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030F0000
+    /* 3.15's chain ends at the thread state's sentinel base frame, which
+     * profilers reading the chain from outside look for: the target's frames
+     * hang from it as the first __main__'s do */
+    t->current_frame = st_pyframes_bottom(h->frame);
+#endif
+#if PY_VERSION_HEX >= 0x030E0000
+    /* 3.14 guards C recursion by the stack pointer: no count to reset */
+    h->py_depth = t->py_recursion_limit - t->py_recursion_remaining;
+    t->py_recursion_remaining = t->py_recursion_limit;
+    h->c_remaining = 0;
+#elif PY_VERSION_HEX >= 0x030C0000
     h->py_depth = t->py_recursion_limit - t->py_recursion_remaining;
     t->py_recursion_remaining = t->py_recursion_limit;
     h->c_remaining = t->c_recursion_remaining;
@@ -437,7 +448,9 @@ static void unhide_caller(PyThreadState *t, const hidden_t *h)
 #else
     t->cframe->current_frame = h->frame;
 #endif
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030E0000
+    t->py_recursion_remaining = t->py_recursion_limit - h->py_depth;
+#elif PY_VERSION_HEX >= 0x030C0000
     t->py_recursion_remaining = t->py_recursion_limit - h->py_depth;
     t->c_recursion_remaining = h->c_remaining;
 #else

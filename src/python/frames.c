@@ -19,8 +19,9 @@
 
 #include "base/err.h"
 
-/* Where the walk reads, for the minor version compiled for (frames.md, section 1;
- * checked by st_pyframes_check). */
+/* Where the walk reads, for the minor version compiled for (CPython's
+ * Include/internal/pycore_frame.h, pycore_interpframe_structs.h and pycore_code.h of
+ * each version; checked at load by st_pyframes_check). */
 typedef struct {
     int cframe;         /* 1: tstate->cframe->current_frame (3.11, 3.12) */
     size_t ts_frame;    /* in the tstate: cframe, or current_frame (3.13+) */
@@ -29,28 +30,41 @@ typedef struct {
     size_t fr_prev;     /* previous */
     size_t fr_instr;    /* prev_instr (3.11, 3.12) / instr_ptr (3.13+) */
     size_t fr_owner;    /* owner (a char) */
-    int shim_owner;     /* owner of shim frames (skipped), or -1 */
+    int shim_owner;     /* owners from this one up are not Python frames (entry
+                           frames, 3.15's base sentinel): skipped; -1: none */
     int max_owner;      /* highest owner value on the chain */
     size_t co_adaptive; /* in a PyCodeObject: co_code_adaptive */
+    uintptr_t code_tag; /* low bits of f_executable that tag it (3.14+: a _PyStackRef) */
 } layout_t;
 
 #if defined(Py_GIL_DISABLED)
 #define HAVE_LAYOUT 0
 #elif PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
 #define HAVE_LAYOUT 1
-static const layout_t L = {1, 56, 8, 32, 48, 56, 69, -1, 2, 184};
+static const layout_t L = {1, 56, 8, 32, 48, 56, 69, -1, 2, 184, 0};
 #elif PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
 #define HAVE_LAYOUT 1
-static const layout_t L = {1, 56, 0, 0, 8, 56, 70, 3, 3, 192};
+static const layout_t L = {1, 56, 0, 0, 8, 56, 70, 3, 3, 192, 0};
 #elif PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
 #define HAVE_LAYOUT 1
-static const layout_t L = {0, 72, 0, 0, 8, 56, 70, 3, 3, 200};
+static const layout_t L = {0, 72, 0, 0, 8, 56, 70, 3, 3, 200, 0};
+#elif PY_VERSION_HEX >= 0x030E0000 && PY_VERSION_HEX < 0x03100000
+#define HAVE_LAYOUT 1
+/* 3.14 and 3.15 alike: owner moved past return_offset, f_executable tagged; 3.14's
+ * FRAME_OWNED_BY_CSTACK (4) is defined, never used, and skipped like 3.15's
+ * sentinel base frame (3) */
+static const layout_t L = {0, 72, 0, 0, 8, 56, 74, 3, 4, 208, 3};
 #else
 #define HAVE_LAYOUT 0
 #endif
 
 #if HAVE_LAYOUT
-#define FRAME_READ 72      /* bytes of a frame header read: every field above */
+/* bytes of a frame header read: every field above */
+#if PY_VERSION_HEX >= 0x030E0000
+#define FRAME_READ 80
+#else
+#define FRAME_READ 72
+#endif
 #define MAX_HOPS 4096      /* frames visited in one walk, shims included */
 
 static int walker_on;      /* the check passed */
@@ -164,12 +178,12 @@ static int walk(uintptr_t ts, st_pyframe_t *out, int cap, int *shims, st_pyframe
         uintptr_t prev = word_at(buf, L.fr_prev);
         if (owner < 0 || owner > L.max_owner || prev == f)
             return ST_EINVAL;
-        if (owner == L.shim_owner) {
+        if (L.shim_owner >= 0 && owner >= L.shim_owner) {
             (*shims)++;
             f = prev;
             continue;
         }
-        uintptr_t code = word_at(buf, L.fr_code);
+        uintptr_t code = word_at(buf, L.fr_code) & ~L.code_tag;
         uintptr_t hdr[3]; /* refcount, type, size in code units */
         intptr_t size = known && code ? known((const void *)code, ctx) : 0;
         if (size > 0)
@@ -188,6 +202,24 @@ static int walk(uintptr_t ts, st_pyframe_t *out, int cap, int *shims, st_pyframe
     return n;
 }
 #endif
+
+struct _PyInterpreterFrame *st_pyframes_bottom(struct _PyInterpreterFrame *frame)
+{
+#if HAVE_LAYOUT
+    char *f = (char *)frame;
+    while (f) {
+        char *prev;
+        memcpy(&prev, f + L.fr_prev, sizeof prev);
+        if (!prev)
+            break;
+        f = prev;
+    }
+    return (struct _PyInterpreterFrame *)f;
+#else
+    (void)frame;
+    return NULL;
+#endif
+}
 
 int st_pyframes_walk(const void *tstate, st_pyframe_t *out, int cap)
 {
@@ -222,35 +254,57 @@ static void after_fork_child(void)
 }
 
 #if PY_VERSION_HEX >= 0x030D0000
-/* The head of 3.13's _Py_DebugOffsets, up to what the walk reads (CPython's
- * Include/internal/pycore_runtime.h, stable between patch releases). */
+/* Where, in _Py_DebugOffsets (the head of _PyRuntime, 3.13+: CPython's
+ * pycore_runtime.h, then pycore_debug_offsets.h; stable between patch releases),
+ * the interpreter says its fields are: byte offsets of the words compared with the
+ * layout above. 3.14 added thread and frame fields before these, 3.15 more. */
+typedef struct {
+    size_t ts_current_frame, ts_datastack_chunk, fr_previous, fr_executable, fr_instr_ptr,
+        fr_owner, co_code_adaptive, ob_type;
+} debug_at_t;
+#if PY_VERSION_HEX < 0x030E0000
+static const debug_at_t AT = {184, 208, 232, 240, 248, 264, 344, 360};
+#elif PY_VERSION_HEX < 0x030F0000
+static const debug_at_t AT = {208, 232, 256, 264, 272, 288, 384, 408};
+#else
+static const debug_at_t AT = {208, 256, 320, 328, 336, 352, 448, 472};
+#endif
+
 typedef struct {
     char cookie[8];
     uint64_t version, free_threaded;
-    uint64_t runtime_state[3];
-    uint64_t interpreter_state[13];
-    uint64_t ts_size, ts_prev, ts_next, ts_interp, ts_current_frame, ts_thread_id,
-        ts_native_thread_id, ts_datastack_chunk, ts_status;
-    uint64_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_localsplus, fr_owner;
-    uint64_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
-        co_argcount, co_localsplusnames, co_localspluskinds, co_code_adaptive;
-    uint64_t ob_size, ob_type;
-} debug_offsets_t;
+} debug_head_t;
+
+static uint64_t debug_word(const void *d, size_t at)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)d + at, sizeof v);
+    return v;
+}
 
 static const char *check_debug_offsets(void)
 {
-    const debug_offsets_t *d = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    const debug_head_t *d = dlsym(RTLD_DEFAULT, "_PyRuntime");
     if (!d)
         return "the interpreter does not export _PyRuntime";
     if (memcmp(d->cookie, "xdebugpy", 8) != 0)
         return "_PyRuntime does not start with its debug offsets";
-    if ((d->version >> 16) != (PY_VERSION_HEX >> 16) || d->free_threaded)
-        return "the interpreter's debug offsets are for another version or build";
-    if (d->ts_current_frame != L.ts_frame || d->fr_previous != L.fr_prev ||
-        d->fr_executable != L.fr_code || d->fr_instr_ptr != L.fr_instr ||
-        d->fr_owner != L.fr_owner || d->co_code_adaptive != L.co_adaptive ||
-        d->ts_datastack_chunk != TS_CHUNK ||
-        d->ob_type != offsetof(PyObject, ob_type))
+    if ((d->version >> 16) != (PY_VERSION_HEX >> 16))
+        return "the interpreter's debug offsets are for another version";
+    /* the table's own layout above is the final release's (3.15's betas moved its
+     * fields) */
+    if ((d->version & 0xF0) != 0xF0)
+        return "the interpreter is a pre-release, whose debug offsets strata does not know";
+    if (d->free_threaded)
+        return "the interpreter's debug offsets are for another build";
+    if (debug_word(d, AT.ts_current_frame) != L.ts_frame ||
+        debug_word(d, AT.fr_previous) != L.fr_prev ||
+        debug_word(d, AT.fr_executable) != L.fr_code ||
+        debug_word(d, AT.fr_instr_ptr) != L.fr_instr ||
+        debug_word(d, AT.fr_owner) != L.fr_owner ||
+        debug_word(d, AT.co_code_adaptive) != L.co_adaptive ||
+        debug_word(d, AT.ts_datastack_chunk) != TS_CHUNK ||
+        debug_word(d, AT.ob_type) != offsetof(PyObject, ob_type))
         return "the interpreter's debug offsets differ from the frame layout strata knows";
     return NULL;
 }

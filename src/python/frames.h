@@ -24,8 +24,9 @@
  *     with the same walker and compares it with the public API (PyEval_GetFrame,
  *     PyFrame_GetBack, PyFrame_GetCode, PyFrame_GetLasti): the same code objects
  *     and instruction indexes, frame for frame.
- * A version with no layout here (3.14+ for now), or any mismatch, leaves the walker
- * off, with one line saying why; sampling is then off, never run on a guess.
+ * A version with no layout here (3.16+, free-threaded builds), or any mismatch,
+ * leaves the walker off, with one line saying why; sampling is then off, never run
+ * on a guess.
  *
  * Reads. On 3.11/3.12 a thread entering the eval loop publishes tstate->cframe
  * before it sets cframe->current_frame, so for a few instructions the innermost
@@ -83,5 +84,10 @@ int st_pyframes_walk_known(const void *tstate, st_pyframe_t *out, int cap,
  * fault; the memory of a dead code object reused by another code object passes.
  * Signal-safe. */
 int st_pyframes_is_code(const void *p);
+
+/* The last frame of the chain that starts at `frame` (a thread's own, GIL held):
+ * on 3.15 the thread state's sentinel base frame. NULL for NULL, or where strata
+ * knows no layout. */
+struct _PyInterpreterFrame *st_pyframes_bottom(struct _PyInterpreterFrame *frame);
 
 #endif

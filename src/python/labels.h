@@ -37,7 +37,7 @@ cfunc_entry_t *st_pylabel_cfunc(PyObject *fn);
  * labelled as 3.11 labels the bound PyCFunction it makes for that call. */
 cfunc_entry_t *st_pylabel_cmethod(const PyMethodDef *ml, PyObject *self);
 
-/* The code object's extra slot, read directly: CPython 3.11 to 3.13 keep them as
+/* The code object's extra slot, read directly: CPython 3.11 to 3.15 keep them as
  * {Py_ssize_t size; void *extras[]} behind co_extra (the layout of
  * _PyCodeObjectExtra, unchanged since 3.6); this saves a call per event. */
 static inline codeinfo_t *cached_info(PyCodeObject *co)

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# The Python 3.13 leg: builds strata for CPython 3.13 in a Debian trixie root and runs
-# the whole test suite there (or, with `bench`, the benchmark).
+# The legs of other Python versions: builds strata for CPython 3.13, 3.14 or 3.15 in a
+# Debian root (trixie for 3.13, forky for 3.14 and 3.15) and runs the whole test suite
+# there (or, with `bench`, the benchmark).
 #
-#   scripts/py313-leg.sh [test [ARGS]]  build, then python -m pytest -q tests ARGS
-#   scripts/py313-leg.sh bench ARGS     bench/run.py ARGS inside the root (3.13 table;
-#                                       --update-docs brings its section back)
-#   scripts/py313-leg.sh shell          an interactive shell in the root, for debugging
+#   scripts/pyleg.sh VERSION [test [ARGS]]  build, then python -m pytest -q tests ARGS
+#   scripts/pyleg.sh VERSION bench ARGS     bench/run.py ARGS inside the root (that
+#                                           version's tables; --update-docs brings its
+#                                           sections back)
+#   scripts/pyleg.sh VERSION shell          an interactive shell in the root, for debugging
 #
 # STRATA_LEG_DEBS: more Debian packages for the root (tests that use graphviz...).
 #
-# The root is made once with debootstrap --variant=minbase (python3.13 and its headers,
-# venv, gcc, cmake, PCRE2) at $STRATA_TRIXIE_ROOT (default /var/tmp/strata-trixie,
-# outside the repository: CI works in fresh clones) and reused by every later run on
-# the machine, with the virtual environment (pytest from PyPI) and the CMake build in
-# it, so a second run rebuilds only what changed. Each run copies the working tree
-# (tracked and untracked files that git does not ignore) into the root and runs there
-# in a private mount namespace (/proc and /dev mounted for the run only).
+# A root is made once per Debian suite with debootstrap --variant=minbase (the suite's
+# Pythons and their headers, venv, gcc, cmake, PCRE2) at /var/tmp/strata-SUITE
+# (STRATA_LEG_ROOT overrides it; outside the repository: CI works in fresh clones) and
+# reused by every later run on the machine, with a virtual environment (pytest from
+# PyPI) and a CMake build per version in it, so a second run rebuilds only what
+# changed. Each run copies the working tree (tracked and untracked files that git does
+# not ignore) into the root and runs there in a private mount namespace (/proc and
+# /dev mounted for the run only); runs in one root take turns (a lock).
 #
 # When the leg cannot run here (not root, no debootstrap, no chroot/unshare, the root
 # cannot be made: no network) it says why on one line and exits 0; once it runs, its
@@ -24,19 +27,35 @@ set -uo pipefail
 
 export PATH="$PATH:/usr/sbin:/sbin"   # debootstrap, chroot
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-ROOT=${STRATA_TRIXIE_ROOT:-/var/tmp/strata-trixie}
-SUITE=trixie
-PACKAGES=python3.13-dev,python3.13-venv,gcc,libc6-dev,cmake,make,pkg-config,libpcre2-dev,ca-certificates
-WORK=/strata            # inside the root: src/ (the copy), venv/, build/
+VER=${1:-}
+[ $# -gt 0 ] && shift
 MODE=${1:-test}
 [ $# -gt 0 ] && shift
+BASE=python3,gcc,libc6-dev,cmake,make,pkg-config,libpcre2-dev,ca-certificates
+case "$VER" in
+3.13)
+    SUITE=trixie
+    # (this order: the marker of roots made before the other versions' legs existed)
+    PACKAGES=python3.13-dev,python3.13-venv,gcc,libc6-dev,cmake,make,pkg-config,libpcre2-dev,ca-certificates
+    VENV=/strata/venv BUILD=/strata/build ;;
+3.14|3.15)
+    SUITE=forky
+    PACKAGES=python3.14-dev,python3.14-venv,python3.15-dev,python3.15-venv,$BASE
+    VENV=/strata/venv-$VER BUILD=/strata/build-$VER ;;
+*)
+    echo "usage: scripts/pyleg.sh 3.13|3.14|3.15 [test [ARGS] | bench ARGS | shell]" >&2
+    exit 2 ;;
+esac
+ROOT=${STRATA_LEG_ROOT:-/var/tmp/strata-$SUITE}
+TAG=py${VER/./}          # py313: results' prefix, the messages' name
+WORK=/strata             # inside the root: src/ (the copy), the venvs and builds
 
 skip() {
-    echo "py313 leg: skipped: $*"
+    echo "$TAG leg: skipped: $*"
     exit 0
 }
 
-say() { echo "py313 leg: $*"; }
+say() { echo "$TAG leg: $*"; }
 
 # The Debian mirror apt already uses here (one-line or deb822 sources), else Debian's.
 debian_mirror() {
@@ -73,8 +92,12 @@ if [ "$(cat "$ROOT/.strata-root-ready" 2>/dev/null)" != "$SUITE $PACKAGES" ]; th
     say "making the Debian $SUITE root $ROOT from $mirror (once per machine; a few minutes)"
     rm -rf "$ROOT.new"
     t0=$(date +%s)
+    # An older debootstrap (Debian 12's) has no script for a newer suite: testing
+    # and sid are made alike.
+    script=""
+    [ -e "/usr/share/debootstrap/scripts/$SUITE" ] || script=/usr/share/debootstrap/scripts/sid
     if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOT.new" "$mirror" \
-            >"$ROOT.debootstrap.log" 2>&1; then
+            $script >"$ROOT.debootstrap.log" 2>&1; then
         tail -n 5 "$ROOT.debootstrap.log" | sed 's/^/    /'
         rm -rf "$ROOT.new"
         skip "debootstrap could not make the $SUITE root (log: $ROOT.debootstrap.log)"
@@ -86,10 +109,11 @@ if [ "$(cat "$ROOT/.strata-root-ready" 2>/dev/null)" != "$SUITE $PACKAGES" ]; th
 fi
 
 # Extra Debian packages some tests use (STRATA_LEG_DEBS, space-separated; the Makefile's
-# PY313_DEBS), installed into the root once.
+# PYLEG_DEBS), installed into the root once. A mirror whose Release file has expired
+# (a snapshot of testing that is not refreshed) is still used.
 missing=""
 extra=${STRATA_LEG_DEBS:-}
-[ "$MODE" = bench ] && extra="$extra libpython3.13-testsuite"   # the real workload
+[ "$MODE" = bench ] && extra="$extra libpython$VER-testsuite"   # the real workload
 for p in $extra; do
     chroot "$ROOT" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
         missing="$missing $p"
@@ -98,7 +122,7 @@ if [ -n "$missing" ]; then
     say "installing into the root:$missing"
     cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
     chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-        sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing" \
+        sh -c "apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq --no-install-recommends $missing" \
         >"$ROOT.apt.log" 2>&1 || { tail -n 5 "$ROOT.apt.log"; say "cannot install$missing"; exit 1; }
 fi
 
@@ -137,37 +161,38 @@ fi
 # change), the build (incremental: the build folder is kept), then the mode's command.
 cat >"$ROOT$WORK/run-inside.sh" <<'INSIDE'
 set -uo pipefail
+ver=$1 venv=$2 build=$3 mode=$4
+shift 4
+tag=py${ver/./}
 cd /strata/src
-py=/usr/bin/python3.13
+py=/usr/bin/python$ver
 update-ca-certificates >/dev/null 2>&1 || true
-if [ ! -x /strata/venv/bin/python ]; then
-    $py -m venv /strata/venv || exit 1
+if [ ! -x $venv/bin/python ]; then
+    $py -m venv $venv || exit 1
 fi
 want=$(cat requirements-dev.txt | sha256sum | cut -c1-16)
-if [ "$(cat /strata/venv/.req 2>/dev/null)" != "$want" ]; then
-    echo "py313 leg: installing requirements-dev.txt into the root's venv (PyPI)"
-    /strata/venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt || exit 1
-    echo "$want" >/strata/venv/.req
+if [ "$(cat $venv/.req 2>/dev/null)" != "$want" ]; then
+    echo "$tag leg: installing requirements-dev.txt into the root's venv (PyPI)"
+    $venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt || exit 1
+    echo "$want" >$venv/.req
 fi
-echo "py313 leg: building strata with $(/strata/venv/bin/python -c 'import sys; print(sys.version.split()[0])')"
-if ! /strata/venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation \
-        --config-settings=build-dir=/strata/build . >/strata/pip-build.log 2>&1; then
-    tail -n 40 /strata/pip-build.log
-    echo "py313 leg: the build failed"
+echo "$tag leg: building strata with $($venv/bin/python -c 'import sys; print(sys.version.split()[0])')"
+if ! $venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation \
+        --config-settings=build-dir=$build . >$build.log 2>&1; then
+    tail -n 40 $build.log
+    echo "$tag leg: the build failed"
     exit 1
 fi
-mode=$1
-shift
 case "$mode" in
 test)
-    STRATA_TEST_VENV=/strata/venv exec /strata/venv/bin/python -m pytest -q -p no:cacheprovider tests "$@" ;;
+    STRATA_TEST_VENV=$venv exec $venv/bin/python -m pytest -q -p no:cacheprovider tests "$@" ;;
 bench)
-    exec /strata/venv/bin/python bench/run.py --python /strata/venv/bin/python \
-        --strata /strata/venv/bin/strata "$@" ;;
+    exec $venv/bin/python bench/run.py --python $venv/bin/python \
+        --strata $venv/bin/strata "$@" ;;
 shell)
     exec bash -i ;;
 *)
-    echo "py313 leg: unknown mode $mode (test, bench, shell)"; exit 2 ;;
+    echo "$tag leg: unknown mode $mode (test, bench, shell)"; exit 2 ;;
 esac
 INSIDE
 
@@ -191,25 +216,26 @@ unshare --mount --propagation private bash -c '
     exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
         LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM="${TERM:-dumb}" CI="${CI:-}" "${PASS[@]}" \
         bash /strata/run-inside.sh "$@"
-' leg "$ROOT" "$MODE" "$@"
+' leg "$ROOT" "$VER" "$VENV" "$BUILD" "$MODE" "$@"
 rc=$?
 if [ "$MODE" = bench ] && [ -d "$ROOT$WORK/src/bench/results" ]; then
     mkdir -p "$REPO/bench/results"
     for f in "$ROOT$WORK"/src/bench/results/*; do
-        cp "$f" "$REPO/bench/results/py313-$(basename "$f")"
+        cp "$f" "$REPO/bench/results/$TAG-$(basename "$f")"
     done
-    say "results copied to bench/results/py313-*"
+    say "results copied to bench/results/$TAG-*"
 fi
 if [ "$MODE" = bench ]; then
-    # --update-docs rewrote a 3.13 section of the copy's docs/performance.md (the
-    # overhead, sampling or line-timing one): bring those sections (only) back into
-    # the working tree.
+    # --update-docs rewrote this version's sections of the copy's docs/performance.md
+    # (the overhead, sampling or line-timing one): bring those sections (only) back
+    # into the working tree.
     case " $* " in *" --update-docs "*)
-        python3 - "$ROOT$WORK/src/docs/performance.md" "$REPO/docs/performance.md" <<'SPLICE'
+        python3 - "$ROOT$WORK/src/docs/performance.md" "$REPO/docs/performance.md" "$VER" <<'SPLICE'
 import re
 import sys
 src, dst = (open(p).read() for p in sys.argv[1:3])
-for m in re.finditer(r"<!-- (bench-[a-z-]+-3\.13):begin[^>]*-->", src):
+ver = sys.argv[3]
+for m in re.finditer(r"<!-- (bench-[a-z-]+-" + re.escape(ver) + r"):begin[^>]*-->", src):
     end = f"<!-- {m.group(1)}:end -->"
     section = src[m.start():src.index(end, m.end()) + len(end)]
     begin = m.group(0)
@@ -220,7 +246,7 @@ for m in re.finditer(r"<!-- (bench-[a-z-]+-3\.13):begin[^>]*-->", src):
         dst = dst[:dst.index(begin)] + section + dst[dst.index(end) + len(end):]
     else:
         dst = dst.rstrip("\n") + "\n\n" + section + "\n"
-    print(f"py313 leg: docs/performance.md: the CPython 3.13 section {m.group(1)} updated")
+    print(f"py{ver.replace('.', '')} leg: docs/performance.md: the CPython {ver} section {m.group(1)} updated")
 open(sys.argv[2], "w").write(dst)
 SPLICE
     esac
