@@ -15,6 +15,7 @@ without a driver: that path is tested too.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -149,9 +150,25 @@ def test_native_trace_tracks_flows_and_clock(runner, fakes):
     assert len(t.flows) == N + 4
 
 
+def test_buffers_are_bounded(runner, fakes):
+    """A CUPTI slow to hand buffers back: strata lends its 16 and no more, CUPTI drops
+    what it cannot write and strata counts it; the program never waits."""
+    lib = best(fakes)
+    r = runner.run([STRATA, "run", "--gpu", "--", str(lib / "launch"), "30000"],
+                   env=gpu_env(lib, FAKE_CUPTI_HOLD="1", STRATA_PRINT_TABLES="OFF"))
+    assert r.returncode == 3 and r.stdout == "launched 30001\n", r.describe()
+    gpu = load_profile(find_results(runner.dir))["gpu"]
+    # the stand-in fills a buffer with 1000 launches (fake_flush) and holds it
+    assert gpu["activities"] == 16 * 1000 + 2  # and the copy and set of upload()
+    assert gpu["activities"] + gpu["dropped"] == 30000 + 4
+    assert gpu["attributed"] == gpu["activities"]
+    assert f"[strata] {gpu['dropped']} GPU activity records were lost" in r.stderr
+
+
 PY = """
 import ctypes
 import sys
+import threading
 
 lib = ctypes.CDLL(sys.argv[1])
 lib.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64]
@@ -167,10 +184,17 @@ def train_step():
 def load_batch():
     lib.fake_copy(b"cudaMemcpyAsync", 1, 1 << 20, 7, 50000)
 
+def worker():
+    for i in range(200):
+        lib.fake_launch(b"cudaLaunchKernel", b"worker_kernel", 9, 1000)
+
+t = threading.Thread(target=worker)
+t.start()
 for i in range(3000):
     if i % 100 == 0:
         load_batch()
     train_step()
+t.join()
 print("launched", launched)
 """
 
@@ -186,13 +210,20 @@ def test_python_program(runner, fakes):
     assert r.stdout == "launched 3000\n" and "warning" not in r.stderr
     res = find_results(runner.dir)
     gpu = load_profile(res)["gpu"]
-    assert gpu["activities"] == 3030
+    assert gpu["activities"] == 3230
     assert gpu["attributed"] / gpu["activities"] >= 0.99
     assert [(k["name"], k["count"]) for k in gpu["kernels"]] == \
-        [("void gemm<128>(float const*, float const*, float*, int)", 3000)]
+        [("void gemm<128>(float const*, float const*, float*, int)", 3000),
+         ("worker_kernel", 200)]
     own = gpu_times(res)
     assert own["train_step"] == 3000 * 30000
     assert own["load_batch"] == 30 * 50000
+    assert own["worker"] == 200 * 1000  # on the thread that launched them
+    # strata report renders the profile again, gpu_time and all
+    r = runner.run([STRATA, "report", str(res)])
+    assert r.returncode == 0, r.describe()
+    assert "GPU TIME OF THE KERNELS, COPIES AND SETS THE CALL LAUNCHED" in r.stdout
+    assert re.search(r"\btrain_step\s.*\|\s*90000000\s*\|", r.stdout), r.stdout
 
 
 def test_python_without_trace(runner, fakes):

@@ -344,6 +344,9 @@ static void gpu_stop(st_collector_t *c, st_session_t *s)
         return;
     st_cupti_stop(&g->cupti); /* every record handed over */
     read_both(g, &g->h1, &g->c1, &g->err_ticks);
+    /* a buffer CUPTI completes late, on its own thread, waits for the lock (and,
+     * after st_cupti_close, is not read) */
+    pthread_mutex_lock(&g->lock);
     /* names as people read them */
     demangle_fn demangle = find_demangler();
     for (uint32_t k = 0; k < g->nkernels && demangle; k++) {
@@ -360,6 +363,7 @@ static void gpu_stop(st_collector_t *c, st_session_t *s)
         }
     }
     record_slices(g, s);
+    pthread_mutex_unlock(&g->lock);
     st_cupti_close(&g->cupti);
 }
 

@@ -13,7 +13,9 @@
  * The clock is CLOCK_MONOTONIC's ns plus FAKE_CUPTI_CLOCK_OFFSET (default 10^15):
  * another clock than strata's, as a GPU's is. FAKE_CUPTI_FAIL=subscribe makes
  * cuptiSubscribe fail as it does when Nsight holds CUPTI; =enable makes
- * cuptiActivityEnable fail the same way. */
+ * cuptiActivityEnable fail the same way. FAKE_CUPTI_HOLD=1 keeps every full buffer
+ * until the forced flush at the end (a CUPTI slow to hand them back), so that the
+ * lender runs out of them. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -106,7 +108,9 @@ static uint8_t *buf;
 static size_t bufsize, used;
 static uint32_t next_corr = 1;
 static size_t dropped;
-static uint64_t busy[64];  /* each stream runs one thing at a time, as a GPU's does */
+static uint64_t busy[64];
+static struct held { uint8_t *b; size_t size, used; } held[64];
+static int nheld;  /* each stream runs one thing at a time, as a GPU's does */
 
 /* When work launched at `t` on `stream` starts (lock held). */
 static uint64_t start_at(uint32_t stream, uint64_t t, uint64_t ns)
@@ -207,12 +211,17 @@ int cuptiActivityGetNumDroppedRecords(void *ctx, uint32_t stream, size_t *n)
     return 0;
 }
 /* Hands the buffer back (lock held; the callback runs without it, as CUPTI's). */
-static void complete_locked(void)
+static void complete_locked(int forced)
 {
     uint8_t *b = buf;
     size_t n = used, size = bufsize;
     buf = NULL;
     used = bufsize = 0;
+    const char *hold = getenv("FAKE_CUPTI_HOLD");
+    if (b && !forced && hold && *hold == '1' && nheld < 64) {
+        held[nheld++] = (struct held){b, size, n};
+        return;
+    }
     if (b && completed) {
         pthread_mutex_unlock(&lock);
         completed(NULL, 0, b, size, n);
@@ -221,9 +230,14 @@ static void complete_locked(void)
 }
 int cuptiActivityFlushAll(uint32_t flag)
 {
-    (void)flag;
     pthread_mutex_lock(&lock);
-    complete_locked();
+    while (flag && nheld > 0) { /* forced: the held ones too */
+        struct held h = held[--nheld];
+        pthread_mutex_unlock(&lock);
+        completed(NULL, 0, h.b, h.size, h.used);
+        pthread_mutex_lock(&lock);
+    }
+    complete_locked(flag != 0);
     pthread_mutex_unlock(&lock);
     return 0;
 }
@@ -231,7 +245,7 @@ int cuptiActivityFlushAll(uint32_t flag)
 static void *room(size_t size)
 {
     if (buf && used + size > bufsize)
-        complete_locked();
+        complete_locked(0);
     if (!buf && requested) {
         size_t max = 0;
         requested(&buf, &bufsize, &max);
