@@ -103,7 +103,7 @@ static void *userdata;
 static int domains;        /* bit 1 driver, bit 2 runtime */
 static req_fn requested;
 static done_fn completed;
-static unsigned kinds;     /* bit per activity kind enabled */
+static uint64_t kinds;     /* bit per activity kind enabled */
 static uint8_t *buf;
 static size_t bufsize, used;
 static uint32_t next_corr = 1;
@@ -173,12 +173,12 @@ int cuptiActivityEnable(int kind)
 {
     if (fail("enable"))
         return 39;
-    kinds |= 1u << kind;
+    kinds |= 1ull << kind;
     return 0;
 }
 int cuptiActivityDisable(int kind)
 {
-    kinds &= ~(1u << kind);
+    kinds &= ~(1ull << kind);
     return 0;
 }
 int cuptiGetTimestamp(uint64_t *t)
@@ -206,8 +206,10 @@ int cuptiActivityGetNumDroppedRecords(void *ctx, uint32_t stream, size_t *n)
 {
     (void)ctx;
     (void)stream;
+    pthread_mutex_lock(&lock);
     *n = dropped;
     dropped = 0;
+    pthread_mutex_unlock(&lock);
     return 0;
 }
 /* Hands the buffer back (lock held; the callback runs without it, as CUPTI's). */
@@ -275,6 +277,21 @@ static uint32_t api(const char *fn, int site, uint32_t corr)
     return corr;
 }
 
+/* The kernel's name, kept for the records' lifetime (as CUPTI keeps its own);
+ * lock held. */
+static const char *keep(const char *name)
+{
+    static const char *names[64];
+    static int n;
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return names[i];
+    const char *copy = strdup(name);
+    if (copy && n < 64)
+        names[n++] = copy;
+    return copy;
+}
+
 /* The test programs' entry points. */
 void fake_launch(const char *fn, const char *kernel, uint32_t stream, uint64_t ns)
 {
@@ -284,7 +301,7 @@ void fake_launch(const char *fn, const char *kernel, uint32_t stream, uint64_t n
     api(fn, 0, corr);
     uint64_t t = now();
     pthread_mutex_lock(&lock);
-    kernel_t *k = kinds & 1u << 10 ? room(sizeof *k) : NULL;
+    kernel_t *k = kinds & 1ull << 10 ? room(sizeof *k) : NULL;
     if (k) {
         k->kind = 10;
         k->start = start_at(stream, t, ns);
@@ -292,7 +309,7 @@ void fake_launch(const char *fn, const char *kernel, uint32_t stream, uint64_t n
         k->deviceId = 0;
         k->streamId = stream;
         k->correlationId = corr;
-        k->name = strdup(kernel);
+        k->name = keep(kernel);
     }
     pthread_mutex_unlock(&lock);
     api(fn, 1, corr);
@@ -305,7 +322,7 @@ void fake_copy(const char *fn, int copy_kind, uint64_t bytes, uint32_t stream, u
     api(fn, 0, corr);
     uint64_t t = now();
     pthread_mutex_lock(&lock);
-    copy_t *c = kinds & 1u << 1 ? room(sizeof *c) : NULL;
+    copy_t *c = kinds & 1ull << 1 ? room(sizeof *c) : NULL;
     if (c) {
         c->kind = 1;
         c->copyKind = (uint8_t)copy_kind;
@@ -326,7 +343,7 @@ void fake_set(const char *fn, uint64_t bytes, uint32_t stream, uint64_t ns)
     api(fn, 0, corr);
     uint64_t t = now();
     pthread_mutex_lock(&lock);
-    set_t *s = kinds & 1u << 2 ? room(sizeof *s) : NULL;
+    set_t *s = kinds & 1ull << 2 ? room(sizeof *s) : NULL;
     if (s) {
         s->kind = 2;
         s->bytes = bytes;
