@@ -115,13 +115,17 @@ def test_native_program(runner, fakes, abi):
     assert "[strata] GPU: 2504 kernels, copies and sets; 2504 (100.0 %) tied" in r.stderr
 
 
-def test_native_trace_tracks_flows_and_clock(runner, fakes):
+@pytest.mark.parametrize("nested", ["0", "1"])
+def test_native_trace_tracks_flows_and_clock(runner, fakes, nested):
     """A track per stream; each kernel a slice there, ending the flow its launch
-    started on the CPU thread; the GPU clock (another base than strata's: the
-    stand-in adds 10^15 ns) converted so that a kernel starts just after its launch."""
+    started on the CPU thread (one flow a launch, also when the runtime's launch makes
+    a driver launch of its own inside it: nested); the GPU clock (another base than
+    strata's: the stand-in adds 10^15 ns) converted so that a kernel starts just after
+    its launch."""
     need_schema()
     lib = best(fakes)
-    r = runner.run([STRATA, "run", "--gpu", "--", str(lib / "launch"), str(N)], env=gpu_env(lib))
+    r = runner.run([STRATA, "run", "--gpu", "--", str(lib / "launch"), str(N)],
+                   env=gpu_env(lib, FAKE_CUPTI_NESTED=nested))
     assert r.returncode == 3, r.describe()
     res = find_results(runner.dir)
     t = decode(res / "trace.pftrace")
@@ -148,6 +152,7 @@ def test_native_trace_tracks_flows_and_clock(runner, fakes):
             assert any(abs(end - begin - d) <= 2 + d * 1e-4
                        for d in (20000, 21000, 22000, 5000, 100000, 2000, 4000)), end - begin
     assert len(t.flows) == N + 4
+    assert load_profile(res)["gpu"]["attributed"] == N + 4
 
 
 def test_buffers_are_bounded(runner, fakes):
@@ -186,7 +191,7 @@ def load_batch():
 
 def worker():
     for i in range(200):
-        lib.fake_launch(b"cudaLaunchKernel", b"worker_kernel", 9, 1000)
+        lib.fake_launch(b"cudaLaunchKernel_v7000", b"worker_kernel", 9, 1000)  # versioned
 
 t = threading.Thread(target=worker)
 t.start()

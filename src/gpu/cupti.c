@@ -100,9 +100,13 @@ static int api_index(const char *fn)
     if (strncmp(rest, "Launch", 6) && strncmp(rest, "Memcpy", 6) && strncmp(rest, "Memset", 6) &&
         strncmp(rest, "GraphLaunch", 11))
         return ST_CUPTI_API_OTHER;
-    for (int i = 0; i < st_cupti_napi; i++)
-        if (strcmp(fn, st_cupti_api_names[i]) == 0)
+    for (int i = 0; i < st_cupti_napi; i++) {
+        const char *name = st_cupti_api_names[i];
+        size_t n = strlen(name);
+        /* the name, or the name and a version ("cudaLaunchKernel_v7000") */
+        if (strncmp(fn, name, n) == 0 && (!fn[n] || (fn[n] == '_' && fn[n + 1] == 'v')))
             return i;
+    }
     return st_cupti_napi; /* a launch, copy or set of a name not listed */
 }
 
@@ -111,12 +115,17 @@ static void on_api(void *arg, int domain, uint32_t cbid, const void *data)
     (void)cbid;
     st_cupti_t *c = arg;
     const callback_data_t *cb = data;
-    if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
-        cb->site != CUPTI_API_ENTER)
+    if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || !cb)
         return;
     int api = api_index(cb->function);
-    if (api != ST_CUPTI_API_OTHER && c->sink.api_enter)
-        c->sink.api_enter(c->sink.arg, cb->corr, api < st_cupti_napi ? api : ST_CUPTI_API_OTHER);
+    if (api == ST_CUPTI_API_OTHER)
+        return;
+    int driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+    if (cb->site == CUPTI_API_ENTER)
+        c->sink.api_enter(c->sink.arg, cb->corr, api < st_cupti_napi ? api : ST_CUPTI_API_OTHER,
+                          driver);
+    else
+        c->sink.api_exit(c->sink.arg, cb->corr, driver);
 }
 
 static void on_request(uint8_t **buffer, size_t *size, size_t *max_records)

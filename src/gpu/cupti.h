@@ -7,7 +7,9 @@
  *     exit of each API function, in the thread that calls it; the enter of a
  *     launch, copy or set (cudaLaunchKernel, cudaMemcpyAsync, cuLaunchKernel ...)
  *     goes to the sink's api_enter with the call's correlation id, so that the
- *     caller can note which code launched it;
+ *     caller can note which code launched it, and its exit to api_exit (a runtime
+ *     call makes driver calls of its own, each with its own id: the sink can tell
+ *     them apart as nested);
  *   - activities: kernels, copies and sets (with their device, stream, GPU start
  *     and end, and the same correlation id) are written by CUPTI into buffers that
  *     strata lends it (buffer requested) and handed back when full or flushed
@@ -56,9 +58,11 @@ typedef struct {
 } st_cupti_activity_t;
 
 /* What CUPTI's events go to. `api` is the API function's index in
- * st_cupti_api_names (a launch, copy or set) or ST_CUPTI_API_OTHER. */
+ * st_cupti_api_names (a launch, copy or set) or ST_CUPTI_API_OTHER (one not
+ * listed); `driver` 1 for the driver API (cu...), 0 for the runtime's (cuda...). */
 typedef struct {
-    void (*api_enter)(void *arg, uint32_t corr, int api);
+    void (*api_enter)(void *arg, uint32_t corr, int api, int driver);
+    void (*api_exit)(void *arg, uint32_t corr, int driver);
     void (*activity)(void *arg, const st_cupti_activity_t *a);
     void *arg;
 } st_cupti_sink_t;

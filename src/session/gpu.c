@@ -22,11 +22,17 @@ typedef struct {            /* a launch: who launched correlation id key - 1 */
     _Atomic uint64_t key;
     _Atomic(st_rec_thread_t *) th;
     _Atomic uint32_t node;
+    _Atomic uint32_t flow;  /* the flow its record ends: its own id, or that of the
+                             * runtime call it was made in */
 } slot_t;
+
+/* The runtime launch the thread is in (its correlation id; 0: none): the driver
+ * calls it makes are the same launch, so they note the same flow and start none. */
+static __thread uint32_t in_runtime;
 
 typedef struct {
     uint64_t t0, t1;        /* CUPTI's ns */
-    uint32_t corr;
+    uint32_t flow;          /* the flow it ends (0: none) */
     uint16_t stream;        /* index in streams */
     int32_t what;           /* kernel index, or -1 - copy row */
 } slice_t;
@@ -73,20 +79,31 @@ typedef struct st_gpu {
     st_model_copy_t mc[NCOPY];
 } st_gpu_t;
 
-static void api_enter(void *arg, uint32_t corr, int api)
+static void api_enter(void *arg, uint32_t corr, int api, int driver)
 {
     st_gpu_t *g = arg;
     st_rec_thread_t *th = st_rec_self(&g->s->rec);
     if (!th)
         return;
     uint32_t node = th->depth ? th->stack[th->depth - 1].node : 0;
+    uint32_t flow = driver && in_runtime ? in_runtime : corr;
     slot_t *sl = &g->ring[corr & (ST_GPU_RING - 1)];
     atomic_store_explicit(&sl->key, 0, memory_order_relaxed);
     atomic_store_explicit(&sl->th, th, memory_order_relaxed);
     atomic_store_explicit(&sl->node, node, memory_order_relaxed);
+    atomic_store_explicit(&sl->flow, flow, memory_order_relaxed);
     atomic_store_explicit(&sl->key, (uint64_t)corr + 1, memory_order_release);
-    if (th->tracing)
+    if (!driver)
+        in_runtime = corr;
+    if (th->tracing && flow == corr)
         st_rec_flow(th, corr, g->api_label[api >= 0 && api < st_cupti_napi ? api : st_cupti_napi]);
+}
+
+static void api_exit(void *arg, uint32_t corr, int driver)
+{
+    (void)arg;
+    if (!driver && in_runtime == corr)
+        in_runtime = 0;
 }
 
 /* The kernel's index for `name` (made if new); the last one stands for the names
@@ -165,9 +182,10 @@ static void activity(void *arg, const st_cupti_activity_t *a)
     uint64_t key = atomic_load_explicit(&sl->key, memory_order_acquire);
     st_rec_thread_t *th = atomic_load_explicit(&sl->th, memory_order_relaxed);
     uint32_t node = atomic_load_explicit(&sl->node, memory_order_relaxed);
-    int known = key == (uint64_t)a->corr + 1 &&
-                atomic_load_explicit(&sl->key, memory_order_acquire) == key && th &&
-                node != 0 && node != ST_PATH_NONE;
+    uint32_t flow = atomic_load_explicit(&sl->flow, memory_order_relaxed);
+    int noted = key == (uint64_t)a->corr + 1 &&
+                atomic_load_explicit(&sl->key, memory_order_acquire) == key && th;
+    int known = noted && node != 0 && node != ST_PATH_NONE; /* inside a call */
     pthread_mutex_lock(&g->lock);
     g->launches++;
     int32_t what;
@@ -211,7 +229,8 @@ static void activity(void *arg, const st_cupti_activity_t *a)
                 }
             }
             if (g->nslices < g->capslices)
-                g->slices[g->nslices++] = (slice_t){a->start, a->end, a->corr, (uint16_t)st, what};
+                g->slices[g->nslices++] = (slice_t){a->start, a->end, noted ? flow : 0,
+                                                    (uint16_t)st, what};
             else
                 g->slices_lost++;
         }
@@ -249,7 +268,8 @@ static int gpu_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
         if (st_intern_id(&s->labels, name, strlen(name), &g->api_label[i]) < 0)
             g->api_label[i] = ST_PATH_NONE;
     }
-    st_cupti_sink_t sink = {.api_enter = api_enter, .activity = activity, .arg = g};
+    st_cupti_sink_t sink = {.api_enter = api_enter, .api_exit = api_exit, .activity = activity,
+                            .arg = g};
     char why[400];
     /* the nvidia-cuda-cupti wheel is looked for beside strata's own package: the
      * site-packages holding this code (the _strata module or the preload library) */
@@ -332,7 +352,7 @@ static void record_slices(st_gpu_t *g, st_session_t *s)
             continue;
         uint64_t t0 = sl->t0 > g->c0 ? sl->t0 - g->c0 : 0;
         uint64_t t1 = sl->t1 > g->c0 ? sl->t1 - g->c0 : 0;
-        st_rec_complete(th, track[sl->stream], t0, t1, label, sl->corr);
+        st_rec_complete(th, track[sl->stream], t0, t1, label, sl->flow);
     }
     free(klabel);
 }

@@ -5,7 +5,9 @@
  * cuLaunchKernel ...), in the launching thread, the collector notes under the
  * call's correlation id which call-tree node of that thread is open (the Python
  * function, the C region or function), in a ring of ST_GPU_RING slots: a store,
- * no lock, no allocation; with a timeline, a flow starts there too. When CUPTI
+ * no lock, no allocation; with a timeline, a flow starts there too. A runtime
+ * launch makes driver calls with ids of their own (the record may carry either):
+ * those made inside it are noted with the runtime call's flow, and start none. When CUPTI
  * hands over the activity records (its own thread, or the end's flush), each one
  * is added up under the collector's lock: per kernel name (count, total, min, max,
  * Welford's mean and variance), per copy direction (count, bytes, time), and its

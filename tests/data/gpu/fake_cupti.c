@@ -15,7 +15,9 @@
  * cuptiSubscribe fail as it does when Nsight holds CUPTI; =enable makes
  * cuptiActivityEnable fail the same way. FAKE_CUPTI_HOLD=1 keeps every full buffer
  * until the forced flush at the end (a CUPTI slow to hand them back), so that the
- * lender runs out of them. */
+ * lender runs out of them. FAKE_CUPTI_NESTED=1 has each runtime launch (cuda...)
+ * make a driver launch inside it (cuLaunchKernel, its own correlation id, which the
+ * record then carries), as the CUDA runtime does. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -292,13 +294,25 @@ static const char *keep(const char *name)
     return copy;
 }
 
-/* The test programs' entry points. */
-void fake_launch(const char *fn, const char *kernel, uint32_t stream, uint64_t ns)
+static uint32_t new_corr(void)
 {
     pthread_mutex_lock(&lock);
     uint32_t corr = next_corr++;
     pthread_mutex_unlock(&lock);
-    api(fn, 0, corr);
+    return corr;
+}
+
+/* The test programs' entry points. */
+void fake_launch(const char *fn, const char *kernel, uint32_t stream, uint64_t ns)
+{
+    uint32_t outer = new_corr(), corr = outer;
+    api(fn, 0, outer);
+    const char *nested = getenv("FAKE_CUPTI_NESTED");
+    int inner = nested && *nested == '1' && fn[2] == 'd';
+    if (inner) {
+        corr = new_corr();
+        api("cuLaunchKernel", 0, corr);
+    }
     uint64_t t = now();
     pthread_mutex_lock(&lock);
     kernel_t *k = kinds & 1ull << 10 ? room(sizeof *k) : NULL;
@@ -312,7 +326,9 @@ void fake_launch(const char *fn, const char *kernel, uint32_t stream, uint64_t n
         k->name = keep(kernel);
     }
     pthread_mutex_unlock(&lock);
-    api(fn, 1, corr);
+    if (inner)
+        api("cuLaunchKernel", 1, corr);
+    api(fn, 1, outer);
 }
 void fake_copy(const char *fn, int copy_kind, uint64_t bytes, uint32_t stream, uint64_t ns)
 {
