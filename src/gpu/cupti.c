@@ -110,6 +110,26 @@ static int api_index(const char *fn)
     return st_cupti_napi; /* a launch, copy or set of a name not listed */
 }
 
+/* api_index by the name's address: CUPTI's function names are global constants, so
+ * a launch costs one load here rather than a scan of the names (a launch takes a few
+ * microseconds; the scan would be a few per cent of it). Each slot holds the
+ * address << 8 | index + 1 in one word (addresses below 2^56), so that threads
+ * filling it meanwhile never pair an address with another's index. */
+static _Atomic uint64_t api_cache[256];
+
+static int api_lookup(const char *fn)
+{
+    uint64_t key = (uint64_t)(uintptr_t)fn;
+    size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 56);
+    uint64_t e = atomic_load_explicit(&api_cache[h], memory_order_relaxed);
+    if (e && e >> 8 == key)
+        return (int)(e & 0xff) - 1;
+    int api = api_index(fn);
+    if (key < (1ull << 56))
+        atomic_store_explicit(&api_cache[h], key << 8 | (uint64_t)(api + 1), memory_order_relaxed);
+    return api;
+}
+
 static void on_api(void *arg, int domain, uint32_t cbid, const void *data)
 {
     (void)cbid;
@@ -117,7 +137,7 @@ static void on_api(void *arg, int domain, uint32_t cbid, const void *data)
     const callback_data_t *cb = data;
     if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || !cb)
         return;
-    int api = api_index(cb->function);
+    int api = api_lookup(cb->function);
     if (api == ST_CUPTI_API_OTHER)
         return;
     int driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;

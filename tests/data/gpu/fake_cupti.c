@@ -266,12 +266,16 @@ static void *room(size_t size)
     used += size;
     return r;
 }
+static const char *keep(const char *name);
+
 static uint32_t api(const char *fn, int site, uint32_t corr)
 {
     cbdata_t d;
     memset(&d, 0, sizeof d);
     d.callbackSite = site;
-    d.functionName = fn;
+    pthread_mutex_lock(&lock);
+    d.functionName = keep(fn); /* a global constant, as CUPTI's names are */
+    pthread_mutex_unlock(&lock);
     d.correlationId = corr;
     int domain = fn[2] == 'd' ? 2 : 1; /* cuda...: runtime, cu...: driver */
     if (callback && (domains & 1 << domain))
