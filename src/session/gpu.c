@@ -390,12 +390,14 @@ static void gpu_stop(st_collector_t *c, st_session_t *s)
 /* Recording has stopped: the GPU times go to the nodes that launched them. */
 static int gpu_flush(st_collector_t *c, st_session_t *s, st_msg_t *msg)
 {
+    (void)s;
     (void)msg;
     st_gpu_t *g = c->ctx;
+    pthread_mutex_lock(&g->lock);
     for (uint32_t i = 0; i < g->nowed; i++)
         st_rec_add_node(g->owed[i].th, g->metric, g->owed[i].node, g->owed[i].ns);
     g->nowed = 0;
-    (void)s;
+    pthread_mutex_unlock(&g->lock);
     return 0;
 }
 
