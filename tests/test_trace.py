@@ -84,6 +84,10 @@ class Trace:
         self.samples = {}      # counter name -> [(ns, value)]
         self.stack_samples = {}  # tid -> [(ns, (frame name, ...) root first, weight)]
         self.instants = {}     # tid -> [(name, ns)]
+        self.tracks = {}       # track uuid -> name: the other named tracks (GPU streams)
+        self.gpu_slices = {}   # track name -> [(name, begin_ns, end_ns, (ended flow ids))]
+        self.flows = {}        # flow id -> (tid, ns, name): where each flow starts
+        gpu_open = {}          # track uuid -> [(name, begin_ns, flows)]
         self.events = 0
         seqs = {}
         packets = every(fields(data), 1)
@@ -165,13 +169,28 @@ class Trace:
                 import struct
                 self.samples.setdefault(name, []).append((st["ts"], struct.unpack("<d", value)[0]))
                 continue
+            track = first(te, 11)
+            if track in self.tracks:  # a GPU stream's slice, named in place
+                opened = gpu_open.setdefault(track, [])
+                if kind == 1:
+                    ends = tuple(int.from_bytes(f, "little") for f in every(te, 48))
+                    opened.append((first(te, 23).decode(), st["ts"], ends))
+                else:
+                    assert kind == 2 and opened, f"unexpected GPU event {kind}"
+                    name, begin, ends = opened.pop()
+                    assert st["ts"] >= begin
+                    self.gpu_slices.setdefault(self.tracks[track], []).append(
+                        (name, begin, st["ts"], ends))
+                continue
             tid = self.threads[st["track"]][0]
             stack = st["stack"]
             if kind in (1, 3):
                 iid = first(te, 10)
                 assert iid in st["names"], f"name iid {iid} used before it was interned"
-                if kind == 3:  # an instant (a mark)
+                if kind == 3:  # an instant (a mark, or where a flow starts)
                     self.instants.setdefault(tid, []).append((st["names"][iid], st["ts"]))
+                    for f in every(te, 47):
+                        self.flows[int.from_bytes(f, "little")] = (tid, st["ts"], st["names"][iid])
                 else:
                     stack.append((st["names"][iid], st["ts"]))
             else:
@@ -182,6 +201,7 @@ class Trace:
                 self.slices.setdefault(tid, []).append((name, begin, st["ts"], len(stack)))
         for seq, st in seqs.items():
             assert not st["stack"], f"sequence {seq} ends with open slices: {st['stack'][:3]}"
+        assert not any(gpu_open.values()), "a GPU stream's slice is left open"
 
     def _descriptor(self, td):
         uuid = first(td, 1)
@@ -194,6 +214,8 @@ class Trace:
             self.threads[uuid] = (first(tf, 2), first(tf, 5, b"").decode())
         elif first(td, 8) is not None:
             self.counters[uuid] = first(td, 2).decode()
+        elif first(td, 2) is not None:
+            self.tracks[uuid] = first(td, 2).decode()
 
     def names(self, tid=None):
         return Counter(s[0] for t, ss in self.slices.items() if tid in (None, t) for s in ss)

@@ -43,6 +43,8 @@ TEXT_FILES = [
     "cpu_clock-3.txt",
     "trip_count-3.txt",
     "process_sampling-3.txt",
+    "gpu_kernels-3.txt",
+    "gpu_memcpy-3.txt",
     "profile-3.json",
     "profile-3.folded",
     "profile-3.speedscope.json",

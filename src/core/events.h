@@ -8,13 +8,14 @@
  *   ST_EV_BEGIN      label      host ticks         -
  *   ST_EV_END        0          host ticks         -
  *   ST_EV_INSTANT    label      host ticks         -
- *   ST_EV_COMPLETE   track      t0, track's clock  {t1, label}
+ *   ST_EV_COMPLETE   track      t0, track's clock  {t1, label, flow id (0: none)}
  *   ST_EV_COUNTER    track      host ticks         {value (double)}
  *   ST_EV_SAMPLE     metric     host ticks         {weight, n}, then n label ids,
  *                                                  innermost first, 4 to a word
  *   ST_EV_ALLOC      site label host ticks         {address, bytes}
  *   ST_EV_FREE       0          host ticks         {address}
- *   ST_EV_FLOW       0          host ticks         {flow id}
+ *   ST_EV_FLOW       label      host ticks         {flow id} (label: what starts it,
+ *                                                  ST_PATH_NONE: unnamed)
  *
  * Begin, end, instant, sample, alloc, free and flow lie on the track of the thread
  * that wrote them; complete and counter name a track of the recorder (a GPU stream,
@@ -93,7 +94,7 @@ typedef struct {
 /* Payload words, as the kinds above lay them out. */
 typedef struct {
     uint64_t t1;
-    uint32_t label, pad;
+    uint32_t label, flow;  /* flow: the flow it ends (st_rec_flow), 0: none */
 } st_ev_complete_t;
 typedef struct {
     uint64_t u0, u1;     /* address and bytes, flow id, or weight and frame count */

@@ -401,7 +401,7 @@ void st_rec_counter(st_rec_thread_t *th, uint32_t track, double v)
 }
 
 void st_rec_complete(st_rec_thread_t *th, uint32_t track, uint64_t t0, uint64_t t1,
-                     uint32_t label)
+                     uint32_t label, uint32_t flow)
 {
     if (!th->tracing)
         return;
@@ -414,7 +414,7 @@ void st_rec_complete(st_rec_thread_t *th, uint32_t track, uint64_t t0, uint64_t 
     st_ev_complete_t *c = (st_ev_complete_t *)(e + 1);
     c->t1 = t1;
     c->label = label;
-    c->pad = 0;
+    c->flow = flow;
 }
 
 void st_rec_instant(st_rec_thread_t *th, uint32_t label)
@@ -429,11 +429,11 @@ void st_rec_instant(st_rec_thread_t *th, uint32_t label)
     e->kind = ST_EV_INSTANT;
 }
 
-void st_rec_flow(st_rec_thread_t *th, uint64_t id)
+void st_rec_flow(st_rec_thread_t *th, uint64_t id, uint32_t label)
 {
     if (!th->tracing)
         return;
-    st_ev_pair_t *p = event1(th, ST_EV_FLOW, 0, st_rec_wall(th));
+    st_ev_pair_t *p = event1(th, ST_EV_FLOW, label, st_rec_wall(th));
     if (p) {
         p->u0 = id;
         p->u1 = 0;

@@ -458,13 +458,17 @@ void st_rec_alloc(st_rec_thread_t *th, uint32_t site, uint64_t addr, uint64_t by
 void st_rec_free_addr(st_rec_thread_t *th, uint64_t addr);
 /* Counter track `track` reads `v` now. */
 void st_rec_counter(st_rec_thread_t *th, uint32_t track, double v);
-/* An activity of `label` ran on `track` from t0 to t1, in the track's clock domain. */
+/* An activity of `label` ran on `track` from t0 to t1, in the track's clock domain;
+ * `flow` (0: none) is the flow it ends, begun by st_rec_flow (a kernel launched by a
+ * call on a CPU thread). */
 void st_rec_complete(st_rec_thread_t *th, uint32_t track, uint64_t t0, uint64_t t1,
-                     uint32_t label);
+                     uint32_t label, uint32_t flow);
 /* A point event of `label` now, on the thread's track. */
 void st_rec_instant(st_rec_thread_t *th, uint32_t label);
-/* A flow `id` passes through the innermost open call now (arrows between tracks). */
-void st_rec_flow(st_rec_thread_t *th, uint64_t id);
+/* A flow `id` starts (or passes through) the thread now, inside its innermost open
+ * call, at a point named `label` (ST_PATH_NONE: unnamed): arrows between tracks,
+ * from a CUDA launch to its kernel. */
+void st_rec_flow(st_rec_thread_t *th, uint64_t id, uint32_t label);
 
 /* ------------------------------------------------------------------------- */
 /* Slow paths and the end                                                    */

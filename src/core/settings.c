@@ -218,6 +218,17 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                                  "thread's rate in between; a call that lasts this long gets "
                                  "its end read exactly (0: read at every call and return)",
                                  NULL, NOFLAG, INT_RANGE(0, 1000000)},
+    [ST_S_USE_CUPTI] = {"use_cupti", "STRATA_USE_CUPTI", ST_TYPE_BOOL, "OFF", "gpu",
+                        "Record NVIDIA GPU kernels, copies and sets through CUPTI: the kernel "
+                        "and copy tables, each call's gpu_time, a track per GPU stream on the "
+                        "timeline (without libcupti or a driver: one warning, no GPU data)",
+                        NULL, LFLAG("--gpu", ST_ARG_OPT_BOOL, "BOOL", 24,
+                                    "Record GPU kernels and copies (CUPTI)"),
+                        INT_RANGE(0, 1)},
+    [ST_S_CUPTI_LIBRARY] = {"cupti_library", "STRATA_CUPTI_LIBRARY", ST_TYPE_STRING, "", "gpu",
+                            "The libcupti.so to load (empty: the library path, the CUDA toolkit "
+                            "under /usr/local/cuda*, the nvidia-cuda-cupti wheel)",
+                            NULL, NOFLAG, NO_RANGE},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

@@ -60,6 +60,8 @@ typedef enum {
     ST_S_LINES,
     ST_S_MEMORY,
     ST_S_CPU_CLOCK_INTERVAL,
+    ST_S_USE_CUPTI,
+    ST_S_CUPTI_LIBRARY,
     ST_NSETTINGS
 } st_setting_id_t;
 

@@ -684,6 +684,114 @@ static int read_sampling(reader_t *r)
     return more;
 }
 
+/* One of "gpu.kernels": {"name", "count", "total_ns", "mean_ns", "min_ns", "max_ns",
+ * "stddev_ns"}. */
+static int read_kernel(reader_t *r)
+{
+    st_profile_t *p = r->p;
+    st_model_kernel_t *a = realloc(p->kernels, (p->gpu.nkernels + 1) * sizeof *a);
+    if (!a)
+        return FAIL(r, "out of memory");
+    p->kernels = a;
+    st_model_kernel_t *x = &a[p->gpu.nkernels];
+    memset(x, 0, sizeof *x);
+    char *name = NULL;
+    int rc = st_jp_obj_begin(&r->jp), more = 0;
+    while (rc == 0 && (more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        rc = strcmp(k, "name") == 0        ? read_string_dup(r, &name)
+             : strcmp(k, "count") == 0     ? st_jp_uint(&r->jp, UINT64_MAX, &x->count)
+             : strcmp(k, "total_ns") == 0  ? st_jp_uint(&r->jp, UINT64_MAX, &x->total_ns)
+             : strcmp(k, "min_ns") == 0    ? st_jp_uint(&r->jp, UINT64_MAX, &x->min_ns)
+             : strcmp(k, "max_ns") == 0    ? st_jp_uint(&r->jp, UINT64_MAX, &x->max_ns)
+             : strcmp(k, "mean_ns") == 0   ? st_jp_double(&r->jp, &x->mean_ns)
+             : strcmp(k, "stddev_ns") == 0 ? st_jp_double(&r->jp, &x->stddev_ns)
+                                           : st_jp_skip(&r->jp);
+    }
+    if (rc == 0 && more == 0 && !name)
+        rc = FAIL(r, "a GPU kernel without a name");
+    if (rc < 0 || more < 0) {
+        free(name);
+        return -1;
+    }
+    x->name = name;
+    p->gpu.nkernels++;
+    return 0;
+}
+
+/* One of "gpu.copies": {"direction", "count", "bytes", "total_ns"}. */
+static int read_copy(reader_t *r)
+{
+    st_profile_t *p = r->p;
+    st_model_copy_t *a = realloc(p->copies, (p->gpu.ncopies + 1) * sizeof *a);
+    if (!a)
+        return FAIL(r, "out of memory");
+    p->copies = a;
+    st_model_copy_t *x = &a[p->gpu.ncopies];
+    memset(x, 0, sizeof *x);
+    char *direction = NULL;
+    int rc = st_jp_obj_begin(&r->jp), more = 0;
+    while (rc == 0 && (more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        rc = strcmp(k, "direction") == 0  ? read_string_dup(r, &direction)
+             : strcmp(k, "count") == 0    ? st_jp_uint(&r->jp, UINT64_MAX, &x->count)
+             : strcmp(k, "bytes") == 0    ? st_jp_uint(&r->jp, UINT64_MAX, &x->bytes)
+             : strcmp(k, "total_ns") == 0 ? st_jp_uint(&r->jp, UINT64_MAX, &x->total_ns)
+                                          : st_jp_skip(&r->jp);
+    }
+    if (rc == 0 && more == 0 && !direction)
+        rc = FAIL(r, "a GPU copy without its direction");
+    if (rc < 0 || more < 0) {
+        free(direction);
+        return -1;
+    }
+    x->direction = direction;
+    p->gpu.ncopies++;
+    return 0;
+}
+
+/* "gpu": what CUPTI recorded (the kernel and copy tables). */
+static int read_gpu(reader_t *r)
+{
+    st_model_gpu_t *g = &r->p->gpu;
+    if (st_jp_obj_begin(&r->jp) < 0)
+        return -1;
+    r->p->has_gpu = 1;
+    int more;
+    while ((more = st_jp_obj_next(&r->jp, &r->key)) > 0) {
+        const char *k = st_strbuf_cstr(&r->key);
+        int rc, m2 = 0;
+        if (strcmp(k, "library") == 0) {
+            char *lib = NULL;
+            rc = read_string_dup(r, &lib);
+            if (rc == 0) {
+                free((char *)g->library);
+                g->library = lib;
+            }
+        } else if (strcmp(k, "activities") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &g->launches);
+        } else if (strcmp(k, "attributed") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &g->attributed);
+        } else if (strcmp(k, "dropped") == 0) {
+            rc = st_jp_uint(&r->jp, UINT64_MAX, &g->dropped);
+        } else if (strcmp(k, "clock_error_ns") == 0) {
+            rc = st_jp_double(&r->jp, &g->clock_error_ns);
+        } else if (strcmp(k, "kernels") == 0 || strcmp(k, "copies") == 0) {
+            int kernels = k[0] == 'k';
+            rc = st_jp_arr_begin(&r->jp);
+            while (rc == 0 && (m2 = st_jp_arr_next(&r->jp)) > 0)
+                rc = kernels ? read_kernel(r) : read_copy(r);
+            if (m2 < 0)
+                rc = -1;
+        } else {
+            rc = st_jp_skip(&r->jp);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
 /* The registry (format_version 2): [{"name", "unit", "kind", "description"}, ...],
  * each metric registered in the profile (the timers it has already are found). */
 static int read_metrics(reader_t *r)
@@ -1175,6 +1283,8 @@ static int read_document(reader_t *r)
             rc = read_trace(r);
         } else if (strcmp(k, "process_sampling") == 0) {
             rc = read_sampling(r);
+        } else if (strcmp(k, "gpu") == 0) {
+            rc = read_gpu(r);
         } else if (strcmp(k, "stack_sampling") == 0) {
             rc = read_stacks(r);
         } else if (strcmp(k, "line_timings") == 0) {

@@ -165,11 +165,40 @@ typedef struct {
     const st_model_memtime_t *memtime; /* memory over time (--memory); NULL: none */
     const st_model_memline_t *memlines; /* the lines holding memory, most at the peak first */
     size_t nmemlines;
+    /* GPU activities through CUPTI (NULL: not recorded) */
+    const struct st_model_gpu *gpu;
     /* the timeline (has_trace 0: none) */
     int has_trace;
     uint64_t trace_events, trace_dropped, trace_too_deep, trace_bytes;
     double trace_write_s;       /* time spent writing the timeline files at exit */
 } st_model_t;
+
+/* A GPU kernel's launches, by (demangled) name: their times on the GPU in ns. */
+typedef struct {
+    const char *name;
+    uint64_t count, total_ns, min_ns, max_ns;
+    double mean_ns, stddev_ns;
+} st_model_kernel_t;
+
+/* The copies of one direction ("HtoD", "DtoH" ...; "memset" for sets). */
+typedef struct {
+    const char *direction;
+    uint64_t count, bytes, total_ns;
+} st_model_copy_t;
+
+/* What CUPTI recorded (session/gpu.c): the kernel table (most total time first),
+ * the copy table, and how much of it could be tied to the code that launched it. */
+typedef struct st_model_gpu {
+    const st_model_kernel_t *kernels;
+    size_t nkernels;
+    const st_model_copy_t *copies;
+    size_t ncopies;
+    const char *library;        /* the libcupti loaded */
+    uint64_t launches;          /* kernels, copies and sets recorded */
+    uint64_t attributed;        /* of them, tied to the call that launched them */
+    uint64_t dropped;           /* records CUPTI could not hand over (no buffer free) */
+    double clock_error_ns;      /* the GPU clock's conversion: its bound (docs/formats.md) */
+} st_model_gpu_t;
 
 /* One sampled metric, summarised. */
 typedef struct st_model_metric {

@@ -70,6 +70,13 @@ void st_profile_free(st_profile_t *p)
         free((char *)p->sampled[i].units);
     }
     free(p->sampled);
+    for (size_t i = 0; i < p->gpu.nkernels; i++)
+        free((char *)p->kernels[i].name);
+    free(p->kernels);
+    for (size_t i = 0; i < p->gpu.ncopies; i++)
+        free((char *)p->copies[i].direction);
+    free(p->copies);
+    free((char *)p->gpu.library);
     for (size_t i = 0; i < p->nlines; i++)
         free_line(&p->lines[i]);
     free(p->lines);
@@ -133,6 +140,9 @@ void st_profile_sync(st_profile_t *p)
     m->sampled = p->sampled;
     m->nsampled = p->nsampled;
     m->gpu_note = p->gpu_note;
+    p->gpu.kernels = p->kernels;
+    p->gpu.copies = p->copies;
+    m->gpu = p->has_gpu ? &p->gpu : NULL;
     p->stacks.clock = p->stacks_clock;
     p->stacks.note = NULL;
     p->stacks.lines = p->lines;

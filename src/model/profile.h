@@ -32,6 +32,10 @@ typedef struct {
     st_model_metric_t *sampled;   /* process sampling summaries; names and units owned */
     size_t nsampled;
     char *gpu_note;
+    st_model_gpu_t gpu;           /* CUPTI's tables, when has_gpu (names owned) */
+    st_model_kernel_t *kernels;
+    st_model_copy_t *copies;
+    int has_gpu;
     st_model_stacks_t stacks;     /* stack sampling's summary, when has_stacks */
     st_model_line_t *lines;       /* its lines (texts owned) */
     size_t nlines, caplines;

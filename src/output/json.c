@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/components.h"
+#include "output/gpu.h"
 
 /* A time in ns: whole nanoseconds for sums and extremes, full precision for the
  * mean and the variance. */
@@ -424,6 +425,7 @@ void st_json_write(st_strbuf_t *out, const st_model_t *m)
     write_metrics(out, m, mask);
     write_trace(out, m);
     write_sampling(out, m);
+    st_gpu_json_write(out, m);
     write_stacks(out, m);
     write_line_timings(out, m);
     write_memtime(out, m);

@@ -22,6 +22,13 @@
  * thread's sampled paths, bottom frame first). The Chrome JSON format has no
  * samples.
  *
+ * GPU streams (CUPTI's kernels and copies) have a track each under the process,
+ * named "GPU <device> stream <id>"; their slices go on one sequence of their own
+ * after the counters', begins and ends in time order, each begin naming its slice
+ * (TrackEvent.name) and ending the flow (terminating_flow_ids) that the launching
+ * thread's flow event started: an instant on the thread's track, named after the
+ * API call, with flow_ids.
+ *
  * Field numbers are those of perfetto_trace.proto (protos/perfetto/trace). */
 #include "output/perfetto.h"
 
@@ -51,6 +58,9 @@
 #define TE_NAME_IID 10
 #define TE_TRACK_UUID 11
 #define TE_DOUBLE_COUNTER 44
+#define TE_NAME 23
+#define TE_FLOW_IDS 47
+#define TE_TERMINATING_FLOW_IDS 48
 #define TE_BEGIN 1
 #define TE_END 2
 #define TE_INSTANT 3
@@ -115,6 +125,17 @@ static void emit(writer_t *w)
 static uint64_t process_uuid(const st_timeline_t *m) { return 0x5354520000000000ull | (uint64_t)m->pid << 8; }
 static uint64_t thread_uuid(const st_timeline_t *m, size_t i) { return process_uuid(m) + 0x10000 + i; }
 static uint64_t counter_uuid(const st_timeline_t *m, size_t k) { return process_uuid(m) + 0x20000 + k; }
+static uint64_t gpu_uuid(const st_timeline_t *m, size_t k) { return process_uuid(m) + 0x30000 + k; }
+
+/* A fixed64 field (flow ids). */
+static void pb_fixed64(st_strbuf_t *b, uint32_t field, uint64_t v)
+{
+    st_pb_varint(b, ((uint64_t)field << 3) | 1);
+    char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (char)(v >> (8 * i));
+    st_strbuf_add(b, le, 8);
+}
 
 static void write_clock_snapshot(writer_t *w, const st_timeline_t *m)
 {
@@ -204,6 +225,13 @@ static void write_descriptors(writer_t *w, const st_timeline_t *m)
         st_pb_uint(desc, 5, process_uuid(m));
         st_pb_str(desc, 2, c->name);
         st_pb_msg(desc, 8, inner);
+        emit_descriptor(w, m, desc);
+    }
+    for (size_t k = 0; k < m->ngpu_tracks; k++) {
+        st_strbuf_reset(desc);
+        st_pb_uint(desc, 1, gpu_uuid(m, k));
+        st_pb_uint(desc, 5, process_uuid(m));
+        st_pb_str(desc, 2, m->gpu_tracks[k]);
         emit_descriptor(w, m, desc);
     }
 }
@@ -446,8 +474,13 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
     char seqbytes[10];
     size_t nseq = put_varint(seqbytes, seq);
     while ((e = st_ev_next(&r)) != NULL) {
-        if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END && e->kind != ST_EV_INSTANT)
-            continue; /* the slices are the timeline's calls; instants its marks */
+        if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END && e->kind != ST_EV_INSTANT &&
+            e->kind != ST_EV_FLOW)
+            continue; /* the slices are the timeline's calls; instants its marks; flows
+                       * the launches of GPU work */
+        int flow = e->kind == ST_EV_FLOW;
+        if (flow && e->a >= st_intern_count(m->labels))
+            continue; /* an unnamed flow point: no event to hang it on */
         int named = e->kind != ST_EV_END;
         int type = e->kind == ST_EV_BEGIN ? TE_BEGIN : e->kind == ST_EV_END ? TE_END : TE_INSTANT;
         for (; sm.next && sm.next->ticks <= e->ticks && !sm.error; next_sample(&sm, m))
@@ -455,7 +488,7 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         uint64_t ns = st_timeline_ns(m, e->ticks);
         if (ns < prev)
             ns = prev; /* clock calibration never runs time backwards */
-        if (!named || e->a >= st_intern_count(m->labels) || interned[e->a]) {
+        if (!flow && (!named || e->a >= st_intern_count(m->labels) || interned[e->a])) {
             /* The common case, encoded in place:
              * TracePacket{timestamp, seq id, flags, track_event{type[, name_iid]}} */
             char pkt[48], *p = pkt + 2;
@@ -505,6 +538,8 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         } else {
             st_pb_uint(te, TE_TYPE, TE_END);
         }
+        if (flow)
+            pb_fixed64(te, TE_FLOW_IDS, ((const st_ev_pair_t *)(e + 1))->u0);
         st_pb_msg(&w->pkt, PKT_TRACK_EVENT, te);
         emit(w);
         (*events)++;
@@ -560,6 +595,65 @@ static void write_counters(writer_t *w, const st_timeline_t *m, uint64_t *events
     free(next);
 }
 
+/* An edge of a GPU slice: its begin (end 0) or end, for sorting by time. */
+typedef struct {
+    uint64_t ns;
+    uint32_t slice;
+    uint32_t end;
+} edge_t;
+
+static int by_time(const void *a, const void *b)
+{
+    const edge_t *x = a, *y = b;
+    if (x->ns != y->ns)
+        return x->ns < y->ns ? -1 : 1;
+    if (x->end != y->end)
+        return x->end ? -1 : 1; /* an end before a begin at the same time */
+    return x->slice < y->slice ? -1 : x->slice > y->slice;
+}
+
+/* The GPU streams' slices on a sequence of their own. */
+static void write_gpu(writer_t *w, const st_timeline_t *m, uint64_t *events)
+{
+    if (!m->ngpu_slices)
+        return;
+    edge_t *edge = malloc(2 * m->ngpu_slices * sizeof *edge);
+    if (!edge) {
+        w->error = 1;
+        return;
+    }
+    for (size_t i = 0; i < m->ngpu_slices; i++) {
+        edge[2 * i] = (edge_t){m->gpu_slices[i].t0, (uint32_t)i, 0};
+        edge[2 * i + 1] = (edge_t){m->gpu_slices[i].t1, (uint32_t)i, 1};
+    }
+    qsort(edge, 2 * m->ngpu_slices, sizeof *edge, by_time);
+    uint32_t seq = 3 + (uint32_t)m->nthreads;
+    uint64_t prev = edge[0].ns < m->base_mono_ns ? edge[0].ns : m->base_mono_ns;
+    start_sequence(w, seq, 0, prev, NULL);
+    st_strbuf_t *te = &w->a, *text = &w->text;
+    for (size_t i = 0; i < 2 * m->ngpu_slices; i++) {
+        const st_timeline_slice_t *sl = &m->gpu_slices[edge[i].slice];
+        st_strbuf_reset(te);
+        st_pb_uint(te, TE_TYPE, edge[i].end ? TE_END : TE_BEGIN);
+        st_pb_uint(te, TE_TRACK_UUID, gpu_uuid(m, sl->track));
+        if (!edge[i].end) {
+            st_strbuf_reset(text);
+            st_name_unique_in(m->labels, m->locs, sl->label, text);
+            st_pb_str(te, TE_NAME, st_strbuf_cstr(text));
+            if (sl->flow)
+                pb_fixed64(te, TE_TERMINATING_FLOW_IDS, sl->flow);
+        }
+        st_pb_uint(&w->pkt, PKT_TIMESTAMP, edge[i].ns - prev);
+        prev = edge[i].ns;
+        st_pb_uint(&w->pkt, PKT_SEQ_ID, seq);
+        st_pb_uint(&w->pkt, PKT_SEQ_FLAGS, SEQ_NEEDS);
+        st_pb_msg(&w->pkt, PKT_TRACK_EVENT, te);
+        emit(w);
+        (*events)++;
+    }
+    free(edge);
+}
+
 int st_perfetto_write(FILE *f, const st_timeline_t *m, st_perfetto_stats_t *stats, st_msg_t *msg)
 {
     writer_t w;
@@ -580,6 +674,7 @@ int st_perfetto_write(FILE *f, const st_timeline_t *m, st_perfetto_stats_t *stat
         if (write_thread(&w, m, i, &slices, &stack_samples) < 0)
             rc = st_msg_set(msg, ST_EIO, "cannot read back the timeline of thread %zu", i);
     write_counters(&w, m, &samples);
+    write_gpu(&w, m, &slices);
     flush_out(&w, 1);
     if (rc == 0 && (w.error || w.pkt.failed || w.a.failed || w.b.failed || w.c.failed))
         rc = st_msg_set(msg, ST_EIO, "cannot write the trace");

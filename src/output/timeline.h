@@ -28,6 +28,16 @@ typedef struct {
     const double *values;
 } st_timeline_counter_t;
 
+/* An activity on a GPU stream's track (a kernel, a copy), in CLOCK_MONOTONIC ns;
+ * `flow` (0: none) is the flow from the CPU call that launched it (the thread's
+ * ST_EV_FLOW event of the same id). */
+typedef struct {
+    uint64_t t0, t1;
+    uint32_t track;          /* index in gpu_tracks */
+    uint32_t label;
+    uint64_t flow;
+} st_timeline_slice_t;
+
 typedef struct {
     const st_intern_t *labels;
     const st_loctab_t *locs;        /* the labels' functions (model/names.h); may be NULL */
@@ -51,6 +61,11 @@ typedef struct {
     uint32_t sample_metric;
     uint64_t sample_period_ns;  /* a sample's weight is periods of this */
     const char *sample_clock;   /* "cpu" or "wall" */
+    /* GPU streams' tracks (names) and their slices, by start time */
+    const char *const *gpu_tracks;
+    size_t ngpu_tracks;
+    const st_timeline_slice_t *gpu_slices;
+    size_t ngpu_slices;
     const char *const *attr_keys;   /* metadata: key/value pairs */
     const char *const *attr_values;
     size_t nattrs;

@@ -57,14 +57,15 @@ static const st_setting_id_t exe_flags[] = {
     ST_S_SAMPLING_CLOCK,
 };
 
-/* The flags `strata run` takes: the profile's, the filters, the timeline and
- * stack sampling (not the Python interpreter's own: -b, -s, -F, --label,
+/* The flags `strata run` takes: the profile's, the filters, the timeline, stack
+ * sampling and GPU activities (not the Python interpreter's own: -b, -s, -F, --label,
  * --trace-c). */
 static const st_setting_id_t run_flags[] = {
     ST_S_VERBOSE, ST_S_CONFIG_FILE, ST_S_OUTPUT_PATH, ST_S_COMPONENTS,
     ST_S_FUNCTION_INCLUDE, ST_S_FUNCTION_EXCLUDE, ST_S_FUNCTION_RESTRICT,
     ST_S_MODULE_INCLUDE, ST_S_MODULE_EXCLUDE, ST_S_MODULE_RESTRICT, ST_S_TRACE,
     ST_S_TRACE_FORMAT, ST_S_USE_SAMPLING, ST_S_SAMPLING_FREQ, ST_S_SAMPLING_CLOCK,
+    ST_S_USE_CUPTI,
 };
 
 /* 1 when the command line of `opts` takes setting id's flag. */

@@ -21,6 +21,8 @@
 #include "output/sampling.h"
 #include "output/summary.h"
 #include "output/table.h"
+#include "output/gpu.h"
+#include "session/gpu.h"
 #include "output/registry.h"
 
 /* The process sampler as a collector: it runs its own thread (system/sampler.h) and
@@ -162,6 +164,11 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
     /* the built-in collectors, started before any the front end adds */
     if (st_settings_bool(set, ST_S_USE_PROCESS_SAMPLING))
         st_session_add_collector(s, &sampler_collector);
+    s->gpu_metric = ST_METRIC_NONE;
+    if (st_settings_bool(set, ST_S_USE_CUPTI) && st_gpu_add(s) < 0) {
+        st_session_free(s);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
     if (s->tracing)
         st_session_add_collector(s, &st_session_timeline_collector);
     s->mpi_bytes = ST_METRIC_NONE;
@@ -269,6 +276,7 @@ void st_session_free(st_session_t *s)
     free(s->stack_chain);
     if (s->sampling)
         st_sampler_free(&s->sampler);
+    st_gpu_free(s);
     if (s->rec.id) /* set up (ids start at 1) */
         st_rec_free(&s->rec);
     for (size_t i = 0; i < s->ncommand; i++)
@@ -495,7 +503,7 @@ static void render_table(st_strbuf_t *out, const st_model_t *m, int arg)
 /* The metrics with a table of their own besides the components: the counters,
  * then MPI's bytes when MPI calls were wrapped, then --memory's (bytes and
  * allocations made, bytes held at the peak and at the end). Returns how many. */
-#define ST_SESSION_MAX_EXTRA (ST_REC_MAX_COUNTERS + 5)
+#define ST_SESSION_MAX_EXTRA (ST_REC_MAX_COUNTERS + 6)
 static uint32_t extra_tables(const st_session_t *s, uint32_t *ids)
 {
     uint32_t n = 0;
@@ -503,6 +511,8 @@ static uint32_t extra_tables(const st_session_t *s, uint32_t *ids)
         ids[n++] = s->hwc.rc.metric[i];
     if (s->mpi_bytes != ST_METRIC_NONE)
         ids[n++] = s->mpi_bytes;
+    if (s->gpu_metric != ST_METRIC_NONE)
+        ids[n++] = s->gpu_metric;
     for (uint32_t i = 0; i < s->nmem_metrics; i++)
         ids[n++] = s->mem_metrics[i];
     return n;
@@ -513,6 +523,16 @@ static void render_metric(st_strbuf_t *out, const st_model_t *m, int arg)
 {
     if (st_table_write_metric(out, m, (uint32_t)arg) < 0)
         out->failed = 1;
+}
+static void render_gpu_kernels(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_gpu_kernels_write(out, m);
+}
+static void render_gpu_copies(st_strbuf_t *out, const st_model_t *m, int arg)
+{
+    (void)arg;
+    st_gpu_copies_write(out, m);
 }
 static void render_json(st_strbuf_t *out, const st_model_t *m, int arg)
 {
@@ -873,6 +893,17 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         extra_ok[i] = rc == 0;
         failed(&fail, rc, &one);
     }
+    /* the GPU's kernels and copies (CUPTI) */
+    char gpu_names[2][64];
+    int gpu_ok[2] = {0, 0};
+    render_fn gpu_render[2] = {render_gpu_kernels, render_gpu_copies};
+    st_session_file_name(s, "gpu_kernels", ".txt", gpu_names[0], sizeof gpu_names[0]);
+    st_session_file_name(s, "gpu_memcpy", ".txt", gpu_names[1], sizeof gpu_names[1]);
+    for (int k = 0; k < 2 && m.gpu && text; k++) {
+        rc = stream_file(s->outdir, gpu_names[k], gpu_render[k], &m, 0, &one);
+        gpu_ok[k] = rc == 0;
+        failed(&fail, rc, &one);
+    }
     if (formats & (1u << ST_FMT_JSON)) {
         st_format_file_name(ST_FMT_JSON, s->has_rank, s->rank, name, sizeof name);
         failed(&fail, stream_file(s->outdir, name, render_json, &m, 0, &one), &one);
@@ -973,6 +1004,21 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             fputc('\n', tables);
             render_to(tables, render_memlines, &m, 10);
         }
+        for (int k = 0; k < 2 && m.gpu; k++) {
+            fputc('\n', tables);
+            if (gpu_ok[k])
+                copy_file(tables, s->outdir, gpu_names[k], gpu_render[k], &m, 0);
+            else
+                render_to(tables, gpu_render[k], &m, 0);
+        }
+        if (m.gpu)
+            fprintf(tables, "[strata] GPU: %llu kernels, copies and sets; %llu (%.1f %%) tied to "
+                            "the code that launched them; the GPU clock converted within "
+                            "%.0f ns\n",
+                    (unsigned long long)m.gpu->launches, (unsigned long long)m.gpu->attributed,
+                    m.gpu->launches ? 100.0 * (double)m.gpu->attributed / (double)m.gpu->launches
+                                    : 100.0,
+                    m.gpu->clock_error_ns);
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));
@@ -994,6 +1040,10 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
             st_session_print_trace_summary(NULL, notes, s, s->trace_stats);
         if (m.stacks)
             print_stack_notes(notes, m.stacks, s->stack_failed);
+        if (m.gpu && m.gpu->dropped)
+            fprintf(notes, "[strata] %llu GPU activity records were lost (CUPTI's buffers were "
+                           "full, or the timeline's GPU slices passed their limit)\n",
+                    (unsigned long long)m.gpu->dropped);
         if (s->sampling && s->sampler.failed)
             fprintf(notes, "[strata] process sampling stopped early: out of memory\n");
         if (fail.n) {

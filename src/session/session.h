@@ -69,6 +69,8 @@ typedef struct st_session {
     uint32_t mem_metrics[4]; /* --memory's metrics with tables: bytes and allocations made,
                               * bytes held at the peak and at the end */
     uint32_t nmem_metrics;
+    struct st_gpu *gpu;      /* the GPU collector (session/gpu.h), NULL: none */
+    uint32_t gpu_metric;     /* its gpu_time metric, or ST_METRIC_NONE */
     st_collector_t collectors[ST_SESSION_MAX_COLLECTORS];
     int ncollectors;
     int nstarted;            /* collectors started and not stopped yet */

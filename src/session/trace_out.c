@@ -162,6 +162,91 @@ static void counter_tracks(const st_session_t *s, const st_timeline_t *m,
     free(r);
 }
 
+static int by_start(const void *a, const void *b)
+{
+    const st_timeline_slice_t *x = a, *y = b;
+    return x->t0 < y->t0 ? -1 : x->t0 > y->t0 ? 1 : x->track < y->track ? -1 : x->track > y->track;
+}
+
+/* The recorder's GPU-stream tracks and the complete events on them (every thread's
+ * main lane), converted to CLOCK_MONOTONIC ns and sorted by start: their arrays
+ * are malloc'd into *names and *slices (left NULL when there are none, or out of
+ * memory: the trace then has no GPU tracks). */
+static void gpu_slices(const st_session_t *s, const st_timeline_t *m, const char ***names,
+                       size_t *ntracks, st_timeline_slice_t **slices, size_t *nslices)
+{
+    *names = NULL;
+    *slices = NULL;
+    *ntracks = *nslices = 0;
+    uint32_t nt = s->rec.ntracks, ngpu = 0;
+    for (uint32_t k = 0; k < nt; k++)
+        ngpu += s->rec.tracks[k].kind == ST_TRACK_GPU_STREAM;
+    if (!ngpu)
+        return;
+    uint32_t *index = malloc(nt * sizeof *index);
+    const char **tn = malloc(ngpu * sizeof *tn);
+    size_t n = 0, cap = 0;
+    st_timeline_slice_t *sl = NULL;
+    if (!index || !tn)
+        goto fail;
+    ngpu = 0;
+    for (uint32_t k = 0; k < nt; k++) {
+        index[k] = UINT32_MAX;
+        if (s->rec.tracks[k].kind == ST_TRACK_GPU_STREAM) {
+            tn[ngpu] = s->rec.tracks[k].name;
+            index[k] = ngpu++;
+        }
+    }
+    for (uint32_t i = 0; i < s->rec.nthreads; i++) {
+        st_ev_reader_t r;
+        st_ev_reader_init(&r, &s->rec.threads[i]->ev, 0);
+        const st_ev_t *e;
+        while ((e = st_ev_next(&r)) != NULL) {
+            if (e->kind != ST_EV_COMPLETE || e->a >= nt || index[e->a] == UINT32_MAX)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 1024;
+                st_timeline_slice_t *p = realloc(sl, cap * sizeof *p);
+                if (!p)
+                    goto fail;
+                sl = p;
+            }
+            const st_ev_complete_t *c = (const st_ev_complete_t *)(e + 1);
+            const st_rec_track_t *tr = &s->rec.tracks[e->a];
+            sl[n++] = (st_timeline_slice_t){.t0 = st_timeline_ns(m, st_rec_track_host(tr, e->ticks)),
+                                            .t1 = st_timeline_ns(m, st_rec_track_host(tr, c->t1)),
+                                            .track = index[e->a], .label = c->label,
+                                            .flow = c->flow};
+            if (sl[n - 1].t1 < sl[n - 1].t0)
+                sl[n - 1].t1 = sl[n - 1].t0;
+        }
+    }
+    qsort(sl, n, sizeof *sl, by_start);
+    /* A stream runs one thing at a time; should two overlap on a track (a clock's
+     * jitter), the later starts where the earlier ended, so that slices nest. */
+    uint64_t *until = calloc(ngpu, sizeof *until);
+    if (!until)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        if (sl[i].t0 < until[sl[i].track])
+            sl[i].t0 = until[sl[i].track];
+        if (sl[i].t1 < sl[i].t0)
+            sl[i].t1 = sl[i].t0;
+        until[sl[i].track] = sl[i].t1;
+    }
+    free(until);
+    free(index);
+    *names = tn;
+    *ntracks = ngpu;
+    *slices = sl;
+    *nslices = n;
+    return;
+fail:
+    free(index);
+    free(tn);
+    free(sl);
+}
+
 int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stats[4], st_msg_t *msg)
 {
     size_t nthreads = s->rec.nthreads;
@@ -246,6 +331,11 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         m.base_real_ns = m.base_boot_ns + (uint64_t)((int64_t)real.tv_sec - boot.tv_sec) * 1000000000u +
                          (uint64_t)((int64_t)real.tv_nsec - boot.tv_nsec);
     counter_tracks(s, &m, counters, &m.ncounters);
+    const char **gpu_names;
+    st_timeline_slice_t *gpu;
+    gpu_slices(s, &m, &gpu_names, &m.ngpu_tracks, &gpu, &m.ngpu_slices);
+    m.gpu_tracks = gpu_names;
+    m.gpu_slices = gpu;
     st_perfetto_stats_t ps = {0, 0, 0, 0};
     int rc = 0;
     char name[64];
@@ -268,6 +358,8 @@ int st_session_write_timeline(st_session_t *s, double ns_per_tick, uint64_t stat
         for (size_t i = 0; i < nthreads; i++)
             stats[0] += st_evbuf_words(&s->rec.threads[i]->ev, 0);
     free(threads);
+    free(gpu_names);
+    free(gpu);
     for (size_t k = ncounters; k < m.ncounters; k++) {
         free((void *)counters[k].ns);
         free((void *)counters[k].values);

@@ -237,6 +237,25 @@ static void build_lines(st_fixture_t *f, uint64_t scale)
                                       1};
 }
 
+/* What CUPTI would have recorded: two kernels (one name that needs escaping), a
+ * copy each way and a set; on the timeline, three slices on two streams' tracks. */
+static const st_model_kernel_t gpu_kernels[] = {
+    {"void gemm<128>(float const*, float const*, float*, int)", 3, 90000, 20000, 40000,
+     30000.0, 8164.9658092772603},
+    {"k<\"quoted\">", 1, 5000, 5000, 5000, 5000.0, 0.0},
+};
+static const st_model_copy_t gpu_copies[] = {
+    {"HtoD", 2, 2097152, 200000},
+    {"DtoH", 1, 4096, 4000},
+    {"memset", 1, 4096, 2000},
+};
+static const st_model_gpu_t gpu = {
+    .kernels = gpu_kernels, .nkernels = 2, .copies = gpu_copies, .ncopies = 3,
+    .library = "/usr/local/cuda-13.0/lib/libcupti.so", .launches = 8, .attributed = 7,
+    .dropped = 0, .clock_error_ns = 35.5,
+};
+static const char *const gpu_tracks[] = {"GPU 0 stream 7", "GPU 0 stream 13"};
+
 int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
 {
     memset(f, 0, sizeof *f);
@@ -308,7 +327,12 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .memtime = &f->memtime,
         .memlines = memlines,
         .nmemlines = sizeof memlines / sizeof *memlines,
+        .gpu = &gpu,
     };
+    /* labels of the thread 0's calls stand for the kernels' names */
+    f->gpu_slices[0] = (st_timeline_slice_t){MONO_BASE_NS + 1000, MONO_BASE_NS + 21000, 0, 1, 5};
+    f->gpu_slices[1] = (st_timeline_slice_t){MONO_BASE_NS + 1500, MONO_BASE_NS + 3500, 1, 2, 0};
+    f->gpu_slices[2] = (st_timeline_slice_t){MONO_BASE_NS + 21000, MONO_BASE_NS + 61000, 0, 1, 6};
     f->timeline = (st_timeline_t){
         .labels = &f->labels,
         .locs = &f->locs,
@@ -326,6 +350,10 @@ int st_fixture_build(st_fixture_t *f, uint32_t rank, uint64_t scale)
         .attr_keys = attr_keys,
         .attr_values = attr_values,
         .nattrs = sizeof attr_keys / sizeof attr_keys[0],
+        .gpu_tracks = gpu_tracks,
+        .ngpu_tracks = 2,
+        .gpu_slices = f->gpu_slices,
+        .ngpu_slices = 3,
     };
     return 0;
 }

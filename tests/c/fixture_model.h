@@ -57,6 +57,7 @@ typedef struct {
     st_evbuf_t events[ST_FIXTURE_THREADS];
     st_model_thread_t threads[ST_FIXTURE_THREADS];
     st_model_metric_t sampled[ST_FIXTURE_METRICS];
+    st_timeline_slice_t gpu_slices[3];
     uint64_t sample_ns[ST_FIXTURE_SAMPLES];
     double samples[ST_FIXTURE_METRICS][ST_FIXTURE_SAMPLES];
     st_timeline_thread_t tl_threads[ST_FIXTURE_THREADS];

@@ -5,6 +5,7 @@
  *                                        3 names them), first, so profile.json has
  *                                        their stats
  *   OUTDIR/process_sampling-3.txt        the sampling table (as the session names it)
+ *   OUTDIR/gpu_kernels-3.txt, gpu_memcpy-3.txt  the GPU tables (likewise)
  *   OUTDIR/<every format of output/registry.h but the images>, under the names of a
  *                                        results folder of rank 3 (profile-3.json,
  *                                        wall_clock-3.txt, profile-3.prof, ...)
@@ -21,6 +22,7 @@
 #include "base/fsutil.h"
 #include "model/merge.h"
 #include "model/profile.h"
+#include "output/gpu.h"
 #include "output/chrome.h"
 #include "output/perfetto.h"
 #include "output/registry.h"
@@ -80,6 +82,25 @@ static int write_sampling(const st_fixture_t *f, const char *dir, st_msg_t *msg)
     return st_fs_out_commit(&fo, ST_FS_REPLACE, msg);
 }
 
+/* The GPU tables (as the session names them). */
+static int write_gpu(const st_fixture_t *f, const char *dir, st_msg_t *msg)
+{
+    static const char *const names[2] = {"gpu_kernels-3.txt", "gpu_memcpy-3.txt"};
+    for (int k = 0; k < 2; k++) {
+        st_fs_out_t fo;
+        int rc = open_in(&fo, dir, names[k], msg);
+        if (rc < 0)
+            return rc;
+        if (k == 0)
+            st_gpu_kernels_write(&fo.buf, &f->model);
+        else
+            st_gpu_copies_write(&fo.buf, &f->model);
+        if ((rc = st_fs_out_commit(&fo, ST_FS_REPLACE, msg)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Every format `strata report` makes but the images (Graphviz's and librsvg's output
  * differs from one version to the next; callgraph.dot and memplot.svg are their
  * input). */
@@ -132,6 +153,8 @@ int main(int argc, char **argv)
     int rc = write_timeline(&f, dir, &msg);
     if (rc == 0)
         rc = write_sampling(&f, dir, &msg);
+    if (rc == 0)
+        rc = write_gpu(&f, dir, &msg);
     if (rc == 0) {
         st_output_opts_t o;
         st_output_opts_init(&o);

@@ -506,9 +506,9 @@ static void test_event_kinds(void)
     st_rec_alloc(th, 9, 0xdef0, 100);
     st_rec_free_addr(th, 0xabc0);
     st_rec_counter(th, ctr, 2.5);
-    st_rec_complete(th, gpu, 3, 7, 42);
+    st_rec_complete(th, gpu, 3, 7, 42, 77);
     st_rec_instant(th, 8);
-    st_rec_flow(th, 77);
+    st_rec_flow(th, 77, 5);
     uint32_t stack[5] = {3, 2, 1};
     CHECK(st_rec_sample(th, stack, 3, r.m_samples, 2) == 1);
     CHECK(st_rec_sample(th, stack, 1, extra, 5) == 1);
@@ -540,7 +540,7 @@ static void test_event_kinds(void)
         }
         case ST_EV_COMPLETE: {
             const st_ev_complete_t *cc = (const st_ev_complete_t *)(e + 1);
-            seen += e->a == gpu && e->ticks == 3 && cc->t1 == 7 && cc->label == 42 &&
+            seen += e->a == gpu && e->ticks == 3 && cc->t1 == 7 && cc->label == 42 && cc->flow == 77 &&
                     st_rec_track_host(&r.tracks[e->a], cc->t1) == 12000;
             break;
         }
@@ -548,7 +548,7 @@ static void test_event_kinds(void)
             seen += e->a == 8 && e->nextra == 0;
             break;
         case ST_EV_FLOW:
-            seen += p->u0 == 77;
+            seen += p->u0 == 77 && e->a == 5;
             break;
         default:
             break;
