@@ -30,20 +30,12 @@
 #ifndef STRATA_SESSION_GPU_H
 #define STRATA_SESSION_GPU_H
 
-#include "session/collector.h"
-
-struct st_session;
-
 #define ST_GPU_RING (1u << 16)
 #define ST_GPU_MAX_SLICES (1u << 20)
 #define ST_GPU_MAX_KERNELS 4096   /* kernel names kept; more go to "<other kernels>" */
 
-/* Registers the gpu_time metric (before any thread records) and adds the GPU
- * collector to the session; from st_session_init when the settings ask for it.
- * Returns 0 or ST_ENOMEM. */
-int st_gpu_add(struct st_session *s);
-
-/* Frees what the collector holds (st_session_free). */
-void st_gpu_free(struct st_session *s);
+/* st_gpu_add and st_gpu_free, which the session calls, are declared in
+ * session/session.h (this file's code includes the session's header, not the
+ * other way round). */
 
 #endif

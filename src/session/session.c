@@ -22,7 +22,6 @@
 #include "output/summary.h"
 #include "output/table.h"
 #include "output/gpu.h"
-#include "session/gpu.h"
 #include "output/registry.h"
 
 /* The process sampler as a collector: it runs its own thread (system/sampler.h) and

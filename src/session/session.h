@@ -177,6 +177,13 @@ int st_session_rank_from_env(char *const *envp, uint32_t *rank);
  * ran. */
 void st_session_stacks_contribute(const st_collector_t *c, const st_session_t *s, st_model_t *m);
 
+/* The GPU collector (gpu.c; its design in session/gpu.h). st_gpu_add registers the
+ * gpu_time metric (before any thread records) and adds the collector to the
+ * session, from st_session_init when the settings ask for it: 0 or ST_ENOMEM.
+ * st_gpu_free frees what it holds (st_session_free). */
+int st_gpu_add(st_session_t *s);
+void st_gpu_free(st_session_t *s);
+
 /* The timeline's collector (trace_out.c): flush writes the timeline files, contribute
  * gives the model their statistics. Added by st_session_init when the session traces. */
 extern const st_collector_t st_session_timeline_collector;
