@@ -115,6 +115,41 @@ def test_native_program(runner, fakes, abi):
     assert "[strata] GPU: 2504 kernels, copies and sets; 2504 (100.0 %) tied" in r.stderr
 
 
+def test_merge_sums_the_gpu_tables(runner, fakes):
+    """`strata merge` of two runs (or ranks): a kernel's launches, total, minimum,
+    maximum, and the mean and standard deviation of all its launches; the copies'
+    counts and bytes; the activities and the share tied to their launch."""
+    lib = best(fakes)
+    runs, durations = [], []
+    for n in (1000, 1500):
+        out = runner.dir / f"run{n}"
+        r = runner.run([STRATA, "run", "--gpu", "-o", str(out), "--", str(lib / "launch"), str(n)],
+                       env=gpu_env(lib))
+        assert r.returncode == 3, r.describe()
+        runs.append(str(out))
+        durations += [20000 + (i % 3) * 1000 for i in range(n)]
+    r = runner.run([STRATA, "merge", "--format", "text,json", "-o", str(runner.dir / "merged"),
+                    *runs])
+    assert r.returncode == 0, r.describe()
+    gpu = load_profile(runner.dir / "merged")["gpu"]
+    assert gpu["activities"] == 2500 + 8 and gpu["attributed"] == 2500 + 8
+    kernels = {k["name"]: k for k in gpu["kernels"]}
+    mm = kernels["matmul(float*, float*, float*, int)"]
+    mean = sum(durations) / len(durations)
+    assert (mm["count"], mm["total_ns"], mm["min_ns"], mm["max_ns"]) == \
+        (2500, sum(durations), 20000, 22000)
+    assert mm["mean_ns"] == pytest.approx(mean)
+    assert mm["stddev_ns"] == pytest.approx(
+        (sum((d - mean) ** 2 for d in durations) / len(durations)) ** 0.5)
+    assert kernels["reduce_kernel"]["count"] == 2
+    assert [k["total_ns"] for k in gpu["kernels"]] == \
+        sorted((k["total_ns"] for k in gpu["kernels"]), reverse=True)
+    copies = {c["direction"]: c for c in gpu["copies"]}
+    assert copies["HtoD"]["count"] == 2 and copies["HtoD"]["bytes"] == 2 << 20
+    assert "| 2500 |" in (runner.dir / "merged" / "gpu_kernels.txt").read_text().replace(
+        "  ", " ").replace("  ", " ")
+
+
 @pytest.mark.parametrize("nested", ["0", "1"])
 def test_native_trace_tracks_flows_and_clock(runner, fakes, nested):
     """A track per stream; each kernel a slice there, ending the flow its launch

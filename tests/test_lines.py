@@ -853,17 +853,20 @@ def test_everything_together(runner):
     assert any(n["metrics"].get("alloc_bytes") for t in prof["threads"] for n in t["nodes"])
 
 
+# Blocks of 5 MiB: each is sampled but once in 22,000 (the mean gap is 512 KiB), so
+# that the estimates below stay within their bounds (with 1 MiB blocks the worker's
+# 10 MiB came out under 60 % in about one run in 200).
 THREAD_LEAK = """
     import threading
     cache = []
 
     def leak(n):
         for _ in range(n):
-            cache.append(bytearray(1 << 20))
+            cache.append(bytearray(5 << 20))
 
     def main():
-        leak(20)
-        t = threading.Thread(target=leak, args=(10,), name="worker")
+        leak(4)
+        t = threading.Thread(target=leak, args=(2,), name="worker")
         t.start()
         t.join()
         return t

@@ -64,6 +64,8 @@ TEXT_FILES = [
     "merged/memory_profile.txt",
     "merged/mprofile.dat",
     "merged/memplot.svg",
+    "merged/gpu_kernels.txt",
+    "merged/gpu_memcpy.txt",
 ]
 DECODED = {  # file -> its golden, a text form of it
     "profile-3.prof": "profile-3.prof.txt",
@@ -80,7 +82,8 @@ REPORT_FILES = [
     "wall_clock-3.txt", "cpu_clock-3.txt", "trip_count-3.txt", "profile-3.json",
     "profile-3.prof", "callgraph-3.dot", "profile-3.folded", "profile-3.speedscope.json",
     "callgrind.out-3", "report-3.html", "line_profile-3.txt", "profile-3.lprof",
-    "memory_profile-3.txt", "mprofile-3.dat", "memplot-3.svg",
+    "memory_profile-3.txt", "mprofile-3.dat", "memplot-3.svg", "gpu_kernels-3.txt",
+    "gpu_memcpy-3.txt",
 ]
 
 

@@ -240,6 +240,9 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
     /* memory over time: the first run's (runs and ranks do not share one clock) */
     if (m->memtime && !out->has_memtime && st_profile_set_memtime(out, m->memtime) < 0)
         return ST_ENOMEM;
+    /* the GPU's kernels and copies: summed over the runs and ranks */
+    if (m->gpu && st_profile_add_gpu(out, m->gpu) < 0)
+        return ST_ENOMEM;
     if (m->line_memory && !out->line_memory[0])
         snprintf(out->line_memory, sizeof out->line_memory, "%s", m->line_memory);
     if (m->stacks) {

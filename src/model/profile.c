@@ -1,5 +1,6 @@
 #include "model/profile.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,7 @@ void st_profile_free(st_profile_t *p)
     free(p->memlines);
     st_u64map_free(&p->lfunc_index);
     st_u64map_free(&p->memline_index);
+    st_u64map_free(&p->kernel_index);
     free(p->gpu_note);
     free(p->python_version);
     free(p->clock_name);
@@ -428,6 +430,116 @@ int st_profile_add_memline(st_profile_t *p, const st_model_memline_t *l)
         return ST_ENOMEM;
     }
     p->memlines[p->nmemlines++] = (st_model_memline_t){f, w, l->line, l->peak, l->at_exit};
+    st_profile_sync(p);
+    return 0;
+}
+
+static place_t kernel_place(const st_profile_t *p, size_t i)
+{
+    return (place_t){"", p->kernels[i].name, 0};
+}
+
+/* The kernels' order: most total time first, then by name. */
+static int by_total(const void *a, const void *b)
+{
+    const st_model_kernel_t *x = a, *y = b;
+    if (x->total_ns != y->total_ns)
+        return x->total_ns < y->total_ns ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+/* Kernel k's launches added to *a's: the pooled mean and (population) standard
+ * deviation of both sets of launches. */
+static void kernel_add(st_model_kernel_t *a, const st_model_kernel_t *k)
+{
+    if (!k->count)
+        return;
+    if (!a->count) {
+        const char *name = a->name;
+        *a = *k;
+        a->name = name;
+        return;
+    }
+    double na = (double)a->count, nk = (double)k->count, n = na + nk;
+    double d = k->mean_ns - a->mean_ns;
+    double m2 = a->stddev_ns * a->stddev_ns * na + k->stddev_ns * k->stddev_ns * nk +
+                d * d * na * nk / n;
+    a->mean_ns += d * nk / n;
+    a->stddev_ns = sqrt(m2 / n);
+    a->count += k->count;
+    a->total_ns += k->total_ns;
+    a->min_ns = k->min_ns < a->min_ns ? k->min_ns : a->min_ns;
+    a->max_ns = k->max_ns > a->max_ns ? k->max_ns : a->max_ns;
+}
+
+static int add_kernels(st_profile_t *p, const st_model_gpu_t *g)
+{
+    for (size_t i = 0; i < g->nkernels; i++) {
+        const st_model_kernel_t *k = &g->kernels[i];
+        uint64_t key;
+        int64_t at = find_place(p, &p->kernel_index, p->gpu.nkernels, kernel_place,
+                                (place_t){"", k->name, 0}, &key);
+        if (at < 0)
+            return ST_ENOMEM;
+        if (at != UINT32_MAX) {
+            kernel_add(&p->kernels[at], k);
+            continue;
+        }
+        st_model_kernel_t *v = realloc(p->kernels, (p->gpu.nkernels + 1) * sizeof *v);
+        if (!v)
+            return ST_ENOMEM;
+        p->kernels = v;
+        char *name = strdup(k->name);
+        if (!name || st_u64map_put(&p->kernel_index, key, (uint32_t)p->gpu.nkernels, NULL) < 0) {
+            free(name);
+            return ST_ENOMEM;
+        }
+        v[p->gpu.nkernels] = *k;
+        v[p->gpu.nkernels++].name = name;
+    }
+    return 0;
+}
+
+static int add_copies(st_profile_t *p, const st_model_gpu_t *g)
+{
+    for (size_t i = 0; i < g->ncopies; i++) {
+        const st_model_copy_t *c = &g->copies[i];
+        size_t j = 0;
+        while (j < p->gpu.ncopies && strcmp(p->copies[j].direction, c->direction) != 0)
+            j++;
+        if (j == p->gpu.ncopies) {
+            st_model_copy_t *v = realloc(p->copies, (j + 1) * sizeof *v);
+            char *direction = v ? strdup(c->direction) : NULL;
+            if (v)
+                p->copies = v;
+            if (!direction)
+                return ST_ENOMEM;
+            v[j] = (st_model_copy_t){direction, 0, 0, 0};
+            p->gpu.ncopies++;
+        }
+        p->copies[j].count += c->count;
+        p->copies[j].bytes += c->bytes;
+        p->copies[j].total_ns += c->total_ns;
+    }
+    return 0;
+}
+
+int st_profile_add_gpu(st_profile_t *p, const st_model_gpu_t *g)
+{
+    if (add_kernels(p, g) < 0 || add_copies(p, g) < 0)
+        return ST_ENOMEM;
+    if (!p->gpu.library && g->library && !(p->gpu.library = strdup(g->library)))
+        return ST_ENOMEM;
+    p->gpu.launches += g->launches;
+    p->gpu.attributed += g->attributed;
+    p->gpu.dropped += g->dropped;
+    if (g->clock_error_ns > p->gpu.clock_error_ns)
+        p->gpu.clock_error_ns = g->clock_error_ns;
+    p->has_gpu = 1;
+    if (p->gpu.nkernels)
+        qsort(p->kernels, p->gpu.nkernels, sizeof *p->kernels, by_total);
+    st_u64map_free(&p->kernel_index); /* the kernels moved */
+    p->kernel_index = (st_u64map_t){0};
     st_profile_sync(p);
     return 0;
 }

@@ -52,6 +52,7 @@ typedef struct {
     size_t nmemlines, capmemlines;
     st_u64map_t lfunc_index;      /* (file, function, line) -> place in lfuncs */
     st_u64map_t memline_index;    /* ... in memlines (made again when they move) */
+    st_u64map_t kernel_index;     /* a kernel's name -> its place in kernels (the same) */
     int have_settings;
     st_model_t model;       /* points into this profile */
 } st_profile_t;
@@ -92,6 +93,13 @@ void st_profile_lfunc_free(st_model_lfunc_t *f);
  * first. 0 or ST_ENOMEM. */
 int st_profile_add_memline(st_profile_t *p, const st_model_memline_t *l);
 void st_profile_memlines_done(st_profile_t *p);
+
+/* Adds what CUPTI recorded in one run or rank (a merge's input) to the profile's GPU
+ * tables: a kernel's launches by its name (count, total, minimum, maximum, and the
+ * mean and standard deviation of the launches of both), a copy direction's count,
+ * bytes and time, the launches, attributed and dropped counts; the clock's error is
+ * the largest. The kernels stay ordered, most total time first. 0 or ST_ENOMEM. */
+int st_profile_add_gpu(st_profile_t *p, const st_model_gpu_t *g);
 
 /* Takes a copy of memory over time (a profile keeps one: a merge, its first
  * input's). 0 or ST_ENOMEM. */

@@ -18,6 +18,7 @@
 #include "output/callgrind.h"
 #include "output/dot.h"
 #include "output/folded.h"
+#include "output/gpu.h"
 #include "output/html.h"
 #include "output/json.h"
 #include "output/lineprof.h"
@@ -508,8 +509,8 @@ int st_format_check_target(const char *path, const st_output_opts_t *o, st_msg_t
 }
 
 /* One file of a results folder: a format, or one table (comp >= 0: a component,
- * or METRIC_TABLE + a metric), the load-balance table (comp == -2) or the MPI
- * summary (comp == -3). */
+ * or METRIC_TABLE + a metric), the load-balance table (comp == -2), the MPI
+ * summary (comp == -3), or the GPU's kernel and copy tables (-4, -5). */
 typedef struct {
     int f, comp;
     char name[128];
@@ -602,6 +603,16 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
             snprintf(jobs[n].name, sizeof jobs[n].name, "mpi_summary.txt");
             n++;
         }
+        for (int k = 0; m->gpu && k < 2; k++) { /* the GPU's kernels and copies */
+            jobs[n].f = f;
+            jobs[n].comp = -4 - k;
+            const char *base = k ? "gpu_memcpy" : "gpu_kernels";
+            if (m->has_rank)
+                snprintf(jobs[n].name, sizeof jobs[n].name, "%s-%u.txt", base, m->rank);
+            else
+                snprintf(jobs[n].name, sizeof jobs[n].name, "%s.txt", base);
+            n++;
+        }
     }
     return n;
 }
@@ -624,6 +635,10 @@ static int write_job(const st_model_t *m, const job_t *job, const char *path,
         rc = st_mpisum_write(&fo.buf, m, o->precision) < 0
                  ? st_msg_set(msg, ST_ENOMEM, "out of memory")
                  : 0;
+    else if (job->comp == -4)
+        st_gpu_kernels_write(&fo.buf, m);
+    else if (job->comp == -5)
+        st_gpu_copies_write(&fo.buf, m);
     else
         rc = st_format_render(&fo.buf, m, (st_format_t)job->f, o, msg);
     if (rc < 0 && !fo.buf.sink_errno) { /* not a write that failed: commit says those */
@@ -637,7 +652,7 @@ int st_formats_write_dir(const st_model_t *m, unsigned mask, const char *dir,
                          const st_output_opts_t *o, st_strbuf_t *written, st_strbuf_t *errors,
                          st_msg_t *msg)
 {
-    job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + ST_MCOLS_MAX + 2];
+    job_t jobs[ST_NFORMATS + ST_NCOMPONENTS + ST_MCOLS_MAX + 4];
     size_t n = plan(m, mask, jobs);
     char path[PATH_MAX];
     for (size_t j = 0; j < n; j++) {
