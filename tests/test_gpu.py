@@ -164,6 +164,9 @@ def test_native_trace_tracks_flows_and_clock(runner, fakes, nested):
     assert r.returncode == 3, r.describe()
     res = find_results(runner.dir)
     t = decode(res / "trace.pftrace")
+    api_tracks = [name for name in t.gpu_slices if name.startswith("CUDA API thread ")]
+    assert len(api_tracks) == 1, list(t.gpu_slices)  # the program launches from one thread
+    calls = t.gpu_slices.pop(api_tracks[0])
     assert set(t.gpu_slices) == {"GPU 0 stream 7", "GPU 0 stream 13", "GPU 0 stream 0"}
     s7 = t.gpu_slices["GPU 0 stream 7"]
     assert len(s7) == N + 1
@@ -188,14 +191,31 @@ def test_native_trace_tracks_flows_and_clock(runner, fakes, nested):
                        for d in (20000, 21000, 22000, 5000, 100000, 2000, 4000)), end - begin
     assert len(t.flows) == N + 4
     assert load_profile(res)["gpu"]["attributed"] == N + 4
+    # every API call a slice of its thread's API track (a driver launch inside its
+    # runtime launch when nested), and each launch's flow starts inside its call's
+    names = [c[0] for c in calls]
+    # step()'s N runtime launches (each with a driver launch inside when nested) and
+    # reduce()'s driver launch
+    assert names.count("cudaLaunchKernel") == N, sorted(set(names))
+    assert names.count("cuLaunchKernel") == (N + 1 if nested == "1" else 1)
+    assert {"cudaMemcpyAsync", "cudaMemsetAsync"} <= set(names)
+    by_name = {}
+    for name, begin, end, _ in calls:
+        assert end >= begin
+        by_name.setdefault(name, []).append((begin, end))
+    for tid, at, api in t.flows.values():
+        spans = by_name[api]
+        assert any(b - 2 * err - 1000 <= at <= e + 2 * err + 1000 for b, e in spans), (api, at)
 
 
 def test_buffers_are_bounded(runner, fakes):
     """A CUPTI slow to hand buffers back: strata lends its 16 and no more, CUPTI drops
     what it cannot write and strata counts it; the program never waits."""
     lib = best(fakes)
+    # (no timeline: the API calls' records would share the buffers)
     r = runner.run([STRATA, "run", "--gpu", "--", str(lib / "launch"), "30000"],
-                   env=gpu_env(lib, FAKE_CUPTI_HOLD="1", STRATA_PRINT_TABLES="OFF"))
+                   env=gpu_env(lib, FAKE_CUPTI_HOLD="1", STRATA_PRINT_TABLES="OFF",
+                               STRATA_TRACE="OFF"))
     assert r.returncode == 3 and r.stdout == "launched 30001\n", r.describe()
     gpu = load_profile(find_results(runner.dir))["gpu"]
     # the stand-in fills a buffer with 1000 launches (fake_flush) and holds it

@@ -21,7 +21,6 @@
 #define KIND_DRIVER 4
 #define KIND_RUNTIME 5
 #define KIND_CONCURRENT_KERNEL 10
-#define KIND_SYNCHRONIZATION 38
 
 #define PACKED __attribute__((packed)) __attribute__((aligned(8)))
 
@@ -53,6 +52,12 @@ typedef struct PACKED {             /* CUpti_ActivityMemset .. Memset4, leading 
     uint64_t bytes, start, end;
     uint32_t device, context, stream, corr;
 } memset_rec_t;
+
+typedef struct PACKED {             /* CUpti_ActivityAPI (runtime and driver calls) */
+    uint32_t kind, cbid;
+    uint64_t start, end;
+    uint32_t process, thread, corr, ret;
+} api_rec_t;
 
 typedef struct {                    /* CUpti_CallbackData */
     int site;
@@ -185,8 +190,18 @@ static void deliver(st_cupti_t *c, const void *rec)
         a = (st_cupti_activity_t){.kind = ST_CUPTI_MEMSET, .device = m->device,
                                   .stream = m->stream, .corr = m->corr, .start = m->start,
                                   .end = m->end, .bytes = m->bytes};
+    } else if (kind == KIND_RUNTIME || kind == KIND_DRIVER) {
+        const api_rec_t *r = rec;
+        const char *name = NULL;
+        if (!c->callback_name ||
+            c->callback_name(kind == KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
+                                                  : CUPTI_CB_DOMAIN_DRIVER_API,
+                             r->cbid, &name) != CUPTI_SUCCESS)
+            name = NULL;
+        a = (st_cupti_activity_t){.kind = ST_CUPTI_API, .corr = r->corr, .start = r->start,
+                                  .end = r->end, .name = name, .thread = r->thread};
     } else {
-        return; /* API and synchronisation records: the callbacks said what matters */
+        return;
     }
     atomic_fetch_add(&c->records, 1);
     c->sink.activity(c->sink.arg, &a);
@@ -287,6 +302,7 @@ int st_cupti_open(st_cupti_t *c, const char *path, const char *site,
     c->disable = (int (*)(int))dlsym(h, "cuptiActivityDisable");
     c->enable_domain = (int (*)(uint32_t, void *, int))dlsym(h, "cuptiEnableDomain");
     c->unsubscribe = (int (*)(void *))dlsym(h, "cuptiUnsubscribe");
+    c->callback_name = (int (*)(int, uint32_t, const char **))dlsym(h, "cuptiGetCallbackName");
     if (!subscribe || !reg || !enable || !c->get_ts || !c->flush_all || !c->next_record ||
         !c->disable || !c->enable_domain || !c->unsubscribe) {
         snprintf(why, whysize, "'%s' is not a CUPTI library (functions missing)", c->path);
@@ -327,8 +343,9 @@ int st_cupti_open(st_cupti_t *c, const char *path, const char *site,
         goto fail_active;
     }
     static const int kinds[] = {KIND_CONCURRENT_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME,
-                                KIND_DRIVER, KIND_SYNCHRONIZATION};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+                                KIND_DRIVER};
+    size_t nkinds = sink->api_calls ? 5 : 3; /* the API calls' records: for a timeline */
+    for (size_t i = 0; i < nkinds; i++)
         if ((rc = enable(kinds[i])) != CUPTI_SUCCESS) {
             if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
                 snprintf(why, whysize, "another CUPTI client (Nsight Systems or Nsight Compute?) "
@@ -371,7 +388,7 @@ void st_cupti_stop(st_cupti_t *c)
         return;
     c->flush_all(1 /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */);
     static const int kinds[] = {KIND_CONCURRENT_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME,
-                                KIND_DRIVER, KIND_SYNCHRONIZATION};
+                                KIND_DRIVER};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         c->disable(kinds[i]);
     c->enable_domain(0, c->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);

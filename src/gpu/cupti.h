@@ -11,7 +11,8 @@
  *     call makes driver calls of its own, each with its own id: the sink can tell
  *     them apart as nested);
  *   - activities: kernels, copies and sets (with their device, stream, GPU start
- *     and end, and the same correlation id) are written by CUPTI into buffers that
+ *     and end, and the same correlation id), and for a timeline the API calls
+ *     (their thread, start and end) are written by CUPTI into buffers that
  *     strata lends it (buffer requested) and handed back when full or flushed
  *     (buffer completed), on a thread of CUPTI's; each record goes to the sink's
  *     activity and the buffer back to the pool.
@@ -45,6 +46,7 @@ typedef enum {
     ST_CUPTI_KERNEL = 1,
     ST_CUPTI_MEMCPY = 2,
     ST_CUPTI_MEMSET = 3,
+    ST_CUPTI_API = 4,          /* a runtime or driver API call, on a CPU thread */
 } st_cupti_kind_t;
 
 /* One activity, as the sink gets it. */
@@ -54,7 +56,10 @@ typedef struct {
     uint64_t start, end;       /* CUPTI's nanoseconds (st_cupti_timestamp's clock) */
     uint64_t bytes;            /* copies and sets */
     uint32_t copy_kind;        /* copies: CUPTI's CUpti_ActivityMemcpyKind (1 HtoD, 2 DtoH, 8 DtoD ...) */
-    const char *name;          /* kernels: CUPTI's (mangled) name, valid during the call */
+    const char *name;          /* kernels: CUPTI's (mangled) name; API calls: the
+                                * function's ("cudaStreamSynchronize"); valid during
+                                * the call, NULL when CUPTI does not say */
+    uint32_t thread;           /* API calls: CUPTI's id of the calling thread */
 } st_cupti_activity_t;
 
 /* What CUPTI's events go to. `api` is the API function's index in
@@ -65,6 +70,8 @@ typedef struct {
     void (*api_exit)(void *arg, uint32_t corr, int driver);
     void (*activity)(void *arg, const st_cupti_activity_t *a);
     void *arg;
+    int api_calls;             /* 1: every runtime and driver call's record too (a
+                                * timeline's API slices); 0: launches' callbacks only */
 } st_cupti_sink_t;
 
 /* The API functions whose enter goes to api_enter, by name. */
@@ -89,15 +96,18 @@ typedef struct {
     int (*disable)(int);
     int (*enable_domain)(uint32_t, void *, int);
     int (*unsubscribe)(void *);
+    int (*callback_name)(int, uint32_t, const char **); /* may be NULL */
 } st_cupti_t;
 
 /* Loads CUPTI (`path` if not NULL or empty, else libcupti.so from the usual places:
  * the library path, the CUDA toolkit under /usr/local/cuda*, the nvidia-cuda-cupti
  * wheel under the folder `site` (a site-packages) when given), subscribes to the
- * runtime and driver APIs and enables the activity kinds (concurrent kernels,
- * copies, sets, runtime and driver API, synchronisation). Returns 0, or -1 with
- * `why` saying in one phrase what failed (no libcupti, no driver, another
- * subscriber such as Nsight); then nothing is left loaded. */
+ * runtime and driver APIs and enables the activity kinds: concurrent kernels,
+ * copies and sets, and with sink->api_calls the runtime and driver API calls (a
+ * synchronisation is such a call, cudaStreamSynchronize ..., whose record spans
+ * the wait on the calling thread). Returns 0, or -1 with `why` saying in one
+ * phrase what failed (no libcupti, no driver, another subscriber such as Nsight);
+ * then nothing is left loaded. */
 int st_cupti_open(st_cupti_t *c, const char *path, const char *site,
                   const st_cupti_sink_t *sink, char *why, size_t whysize);
 

@@ -607,8 +607,10 @@ static int by_time(const void *a, const void *b)
     const edge_t *x = a, *y = b;
     if (x->ns != y->ns)
         return x->ns < y->ns ? -1 : 1;
+    if (x->slice == y->slice) /* a slice of no length: its begin, then its end */
+        return x->end < y->end ? -1 : x->end > y->end;
     if (x->end != y->end)
-        return x->end ? -1 : 1; /* an end before a begin at the same time */
+        return x->end ? -1 : 1; /* an end before another's begin at the same time */
     return x->slice < y->slice ? -1 : x->slice > y->slice;
 }
 

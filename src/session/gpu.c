@@ -16,7 +16,10 @@
 
 #define NCOPY 12            /* CUpti_ActivityMemcpyKind 0..10, then sets */
 #define COPY_MEMSET 11
-#define MAX_STREAMS 256
+#define MAX_STREAMS 256     /* tracks: GPU streams and the threads' API calls */
+#define API_DEVICE UINT32_MAX /* a track's device for a CPU thread's API calls */
+#define MAX_APIS 256        /* API function names kept for the slices */
+#define API_WHAT (-100)     /* a slice's `what` for API function i: API_WHAT - i */
 
 typedef struct {            /* a launch: who launched correlation id key - 1 */
     _Atomic uint64_t key;
@@ -34,7 +37,7 @@ typedef struct {
     uint64_t t0, t1;        /* CUPTI's ns */
     uint32_t flow;          /* the flow it ends (0: none) */
     uint16_t stream;        /* index in streams */
-    int32_t what;           /* kernel index, or -1 - copy row */
+    int32_t what;           /* kernel index, -1 - copy row, or API_WHAT - API name */
 } slice_t;
 
 typedef struct {
@@ -67,8 +70,10 @@ typedef struct st_gpu {
     slice_t *slices;
     size_t nslices, capslices;
     uint64_t slices_lost;
-    uint32_t streams[MAX_STREAMS][2]; /* device, stream */
+    uint32_t streams[MAX_STREAMS][2]; /* device, stream (API_DEVICE, CUPTI's thread id) */
     uint32_t nstreams;
+    const char *apis[MAX_APIS];   /* API functions' names (CUPTI's constants) */
+    uint32_t napis;
     uint64_t launches, attributed;
     /* the two clocks read together at the start and at the end */
     uint64_t h0, c0, h1, c1;
@@ -89,6 +94,7 @@ static void api_enter(void *arg, uint32_t corr, int api, int driver)
     uint32_t flow = driver && in_runtime ? in_runtime : corr;
     slot_t *sl = &g->ring[corr & (ST_GPU_RING - 1)];
     atomic_store_explicit(&sl->key, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release); /* the slot is seen emptied before refilled */
     atomic_store_explicit(&sl->th, th, memory_order_relaxed);
     atomic_store_explicit(&sl->node, node, memory_order_relaxed);
     atomic_store_explicit(&sl->flow, flow, memory_order_relaxed);
@@ -161,6 +167,20 @@ static void owe(st_gpu_t *g, st_rec_thread_t *th, uint32_t node, uint64_t ns)
     g->owed[i].ns += ns;
 }
 
+/* Room for one more slice; 0 or -1. Under the lock. */
+static int grow_slices(st_gpu_t *g)
+{
+    if (g->nslices < g->capslices)
+        return 0;
+    size_t cap = g->capslices ? g->capslices * 2 : 1024;
+    slice_t *p = realloc(g->slices, cap * sizeof *p);
+    if (!p)
+        return -1;
+    g->slices = p;
+    g->capslices = cap;
+    return 0;
+}
+
 static int stream_index(st_gpu_t *g, uint32_t device, uint32_t stream)
 {
     for (uint32_t i = 0; i < g->nstreams; i++)
@@ -173,9 +193,42 @@ static int stream_index(st_gpu_t *g, uint32_t device, uint32_t stream)
     return (int)g->nstreams++;
 }
 
+/* The index of API function `name` in g->apis (added if new; the last stands for
+ * the names past MAX_APIS). Under the lock. */
+static int32_t api_name_index(st_gpu_t *g, const char *name)
+{
+    if (!name)
+        name = "CUDA API call";
+    for (uint32_t i = 0; i < g->napis; i++)
+        if (g->apis[i] == name || strcmp(g->apis[i], name) == 0)
+            return (int32_t)i;
+    if (g->napis == MAX_APIS)
+        return MAX_APIS - 1;
+    g->apis[g->napis] = name;
+    return (int32_t)g->napis++;
+}
+
+/* A runtime or driver call's span, as a slice of its thread's API track. */
+static void api_call(st_gpu_t *g, const st_cupti_activity_t *a)
+{
+    pthread_mutex_lock(&g->lock);
+    int st = stream_index(g, API_DEVICE, a->thread);
+    if (st < 0 || g->nslices == ST_GPU_MAX_SLICES || grow_slices(g) < 0)
+        g->slices_lost++;
+    else
+        g->slices[g->nslices++] =
+            (slice_t){a->start, a->end, 0, (uint16_t)st, API_WHAT - api_name_index(g, a->name)};
+    pthread_mutex_unlock(&g->lock);
+}
+
 static void activity(void *arg, const st_cupti_activity_t *a)
 {
     st_gpu_t *g = arg;
+    if (a->kind == ST_CUPTI_API) {
+        if (g->s->tracing)
+            api_call(g, a);
+        return;
+    }
     uint64_t ns = a->end > a->start ? a->end - a->start : 0;
     /* who launched it */
     slot_t *sl = &g->ring[a->corr & (ST_GPU_RING - 1)];
@@ -183,8 +236,9 @@ static void activity(void *arg, const st_cupti_activity_t *a)
     st_rec_thread_t *th = atomic_load_explicit(&sl->th, memory_order_relaxed);
     uint32_t node = atomic_load_explicit(&sl->node, memory_order_relaxed);
     uint32_t flow = atomic_load_explicit(&sl->flow, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire); /* the fields read before the key again */
     int noted = key == (uint64_t)a->corr + 1 &&
-                atomic_load_explicit(&sl->key, memory_order_acquire) == key && th;
+                atomic_load_explicit(&sl->key, memory_order_relaxed) == key && th;
     int known = noted && node != 0 && node != ST_PATH_NONE; /* inside a call */
     pthread_mutex_lock(&g->lock);
     g->launches++;
@@ -217,23 +271,11 @@ static void activity(void *arg, const st_cupti_activity_t *a)
     }
     if (g->s->tracing) {
         int st = stream_index(g, a->device, a->stream);
-        if (st < 0 || g->nslices == ST_GPU_MAX_SLICES) {
+        if (st < 0 || g->nslices == ST_GPU_MAX_SLICES || grow_slices(g) < 0)
             g->slices_lost++;
-        } else {
-            if (g->nslices == g->capslices) {
-                size_t cap = g->capslices ? g->capslices * 2 : 1024;
-                slice_t *p = realloc(g->slices, cap * sizeof *p);
-                if (p) {
-                    g->slices = p;
-                    g->capslices = cap;
-                }
-            }
-            if (g->nslices < g->capslices)
-                g->slices[g->nslices++] = (slice_t){a->start, a->end, noted ? flow : 0,
-                                                    (uint16_t)st, what};
-            else
-                g->slices_lost++;
-        }
+        else
+            g->slices[g->nslices++] =
+                (slice_t){a->start, a->end, noted ? flow : 0, (uint16_t)st, what};
     }
     pthread_mutex_unlock(&g->lock);
 }
@@ -269,7 +311,7 @@ static int gpu_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
             g->api_label[i] = ST_PATH_NONE;
     }
     st_cupti_sink_t sink = {.api_enter = api_enter, .api_exit = api_exit, .activity = activity,
-                            .arg = g};
+                            .arg = g, .api_calls = s->tracing};
     char why[400];
     /* the nvidia-cuda-cupti wheel is looked for beside strata's own package: the
      * site-packages holding this code (the _strata module or the preload library) */
@@ -330,7 +372,10 @@ static void record_slices(st_gpu_t *g, st_session_t *s)
     uint32_t track[MAX_STREAMS];
     for (uint32_t i = 0; i < g->nstreams; i++) {
         char name[64];
-        snprintf(name, sizeof name, "GPU %u stream %u", g->streams[i][0], g->streams[i][1]);
+        if (g->streams[i][0] == API_DEVICE)
+            snprintf(name, sizeof name, "CUDA API thread %u", g->streams[i][1]);
+        else
+            snprintf(name, sizeof name, "GPU %u stream %u", g->streams[i][0], g->streams[i][1]);
         if (st_rec_add_track(&s->rec, ST_TRACK_GPU_STREAM, name, 1, scale, (int64_t)g->h0,
                              &track[i]) < 0)
             track[i] = UINT32_MAX;
@@ -345,9 +390,15 @@ static void record_slices(st_gpu_t *g, st_session_t *s)
     for (int r = 0; r < NCOPY; r++)
         if (st_intern_id(&s->labels, copy_rows[r], strlen(copy_rows[r]), &clabel[r]) < 0)
             clabel[r] = ST_PATH_NONE;
+    uint32_t alabel[MAX_APIS];
+    for (uint32_t i = 0; i < g->napis; i++)
+        if (st_intern_id(&s->labels, g->apis[i], strlen(g->apis[i]), &alabel[i]) < 0)
+            alabel[i] = ST_PATH_NONE;
     for (size_t i = 0; i < g->nslices; i++) {
         const slice_t *sl = &g->slices[i];
-        uint32_t label = sl->what >= 0 ? klabel[sl->what] : clabel[-1 - sl->what];
+        uint32_t label = sl->what >= 0         ? klabel[sl->what]
+                         : sl->what > API_WHAT ? clabel[-1 - sl->what]
+                                               : alabel[API_WHAT - sl->what];
         if (track[sl->stream] == UINT32_MAX || label == ST_PATH_NONE)
             continue;
         uint64_t t0 = sl->t0 > g->c0 ? sl->t0 - g->c0 : 0;

@@ -22,7 +22,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef REAL_HEADERS
 /* the header's prototypes under other names: the stand-in's own are looser */
@@ -37,6 +39,7 @@
 #define cuptiActivityGetNextRecord header_cuptiActivityGetNextRecord
 #define cuptiActivityGetNumDroppedRecords header_cuptiActivityGetNumDroppedRecords
 #define cuptiActivityFlushAll header_cuptiActivityFlushAll
+#define cuptiGetCallbackName header_cuptiGetCallbackName
 #include <cupti.h>
 #undef cuptiGetResultString
 #undef cuptiSubscribe
@@ -49,7 +52,9 @@
 #undef cuptiActivityGetNextRecord
 #undef cuptiActivityGetNumDroppedRecords
 #undef cuptiActivityFlushAll
+#undef cuptiGetCallbackName
 typedef CUpti_ActivityKernel10 kernel_t;
+typedef CUpti_ActivityAPI api_t;
 typedef CUpti_ActivityMemcpy6 copy_t;
 typedef CUpti_ActivityMemset4 set_t;
 typedef CUpti_CallbackData cbdata_t;
@@ -82,6 +87,11 @@ typedef struct PACKED {
     uint32_t deviceId, contextId, streamId, correlationId;
     uint8_t rest[40];
 } set_t;
+typedef struct PACKED {
+    uint32_t kind, cbid;
+    uint64_t start, end;
+    uint32_t processId, threadId, correlationId, returnValue;
+} api_t;
 typedef struct {
     int callbackSite;
     const char *functionName;
@@ -192,7 +202,10 @@ static size_t record_size(const uint8_t *rec)
 {
     uint32_t kind;
     memcpy(&kind, rec, 4);
-    return kind == 10 ? sizeof(kernel_t) : kind == 1 ? sizeof(copy_t) : sizeof(set_t);
+    return kind == 10               ? sizeof(kernel_t)
+           : kind == 1              ? sizeof(copy_t)
+           : kind == 4 || kind == 5 ? sizeof(api_t)
+                                    : sizeof(set_t);
 }
 int cuptiActivityGetNextRecord(uint8_t *b, size_t valid, void **rec)
 {
@@ -268,8 +281,41 @@ static void *room(size_t size)
 }
 static const char *keep(const char *name);
 
+static const char *kept[64]; /* names kept; a name's index is its callback id */
+static int nkept;
+
+/* The callback id's name, as CUPTI's table gives it (the ids here: kept's). */
+int cuptiGetCallbackName(int domain, uint32_t cbid, const char **name)
+{
+    (void)domain;
+    pthread_mutex_lock(&lock);
+    *name = (int)cbid < nkept ? kept[cbid] : NULL;
+    pthread_mutex_unlock(&lock);
+    return *name ? 0 : 1;
+}
+
+/* The API call's record (runtime: kind 5, driver: 4), when that kind is on; lock
+ * held. */
+static void api_record(const char *fn, uint64_t t0, uint64_t t1, uint32_t corr)
+{
+    int kind = fn[2] == 'd' ? 5 : 4;
+    api_t *r = kinds & 1ull << kind ? room(sizeof *r) : NULL;
+    if (!r)
+        return;
+    r->kind = (uint32_t)kind;
+    for (int i = 0; i < nkept; i++)
+        if (kept[i] == fn)
+            r->cbid = (uint32_t)i;
+    r->start = t0;
+    r->end = t1;
+    r->threadId = (uint32_t)syscall(SYS_gettid);
+    r->correlationId = corr;
+}
+
 static uint32_t api(const char *fn, int site, uint32_t corr)
 {
+    static __thread uint64_t entered[4];
+    static __thread int depth;
     cbdata_t d;
     memset(&d, 0, sizeof d);
     d.callbackSite = site;
@@ -278,8 +324,16 @@ static uint32_t api(const char *fn, int site, uint32_t corr)
     pthread_mutex_unlock(&lock);
     d.correlationId = corr;
     int domain = fn[2] == 'd' ? 2 : 1; /* cuda...: runtime, cu...: driver */
+    if (site == 0 && depth < 4)
+        entered[depth++] = now();
     if (callback && (domains & 1 << domain))
         callback(userdata, domain, 211, &d);
+    if (site == 1 && depth > 0) {
+        uint64_t t0 = entered[--depth];
+        pthread_mutex_lock(&lock);
+        api_record(d.functionName, t0, now(), corr);
+        pthread_mutex_unlock(&lock);
+    }
     return corr;
 }
 
@@ -287,14 +341,12 @@ static uint32_t api(const char *fn, int site, uint32_t corr)
  * lock held. */
 static const char *keep(const char *name)
 {
-    static const char *names[64];
-    static int n;
-    for (int i = 0; i < n; i++)
-        if (strcmp(names[i], name) == 0)
-            return names[i];
+    for (int i = 0; i < nkept; i++)
+        if (strcmp(kept[i], name) == 0)
+            return kept[i];
     const char *copy = strdup(name);
-    if (copy && n < 64)
-        names[n++] = copy;
+    if (copy && nkept < 64)
+        kept[nkept++] = copy;
     return copy;
 }
 
