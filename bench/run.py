@@ -72,6 +72,10 @@ strata python -l with kernprof -l (line_profiler) and the floor of line events w
 one clock read each, on a loop-heavy function; --mode memory strata python --memory
 with python -m memory_profiler and memray (bench/lines_bench.py says how).
 
+GPU mode (issue 16): python bench/run.py --mode gpu [-n N] measures what strata run
+--gpu costs a CUDA launch, through the tests' stand-in libcupti (no GPU needed),
+beside a bare CUPTI client (bench/gpu_bench.py says how).
+
 MPI and OpenMP modes (issue 14): python bench/run.py --mode mpi [-n N] measures
 what strata run's MPI wrappers cost a call (bench/native_mpi.py says how), --mode
 omp what its OMPT callbacks cost a program of 10,000 parallel regions
@@ -1149,7 +1153,7 @@ def main(argv=None):
     ap.add_argument("--before", metavar="STRATA",
                     help="also run another build's strata command (in its own venv), e.g. "
                          "the previous commit's, and compare strata's added time with it")
-    ap.add_argument("--mode", choices=["overhead", "sample", "native", "run", "mpi", "omp",
+    ap.add_argument("--mode", choices=["overhead", "sample", "native", "run", "gpu", "mpi", "omp",
                                        "lines", "memory"],
                     default="overhead",
                     help="overhead (default): the deterministic profilers; sample: stack "
@@ -1188,6 +1192,9 @@ def main(argv=None):
     if args.mode == "run":
         import native_run  # bench/native_run.py: strata run (issue 13)
         return native_run.main_run(args, repeats, strata)
+    if args.mode == "gpu":
+        import gpu_bench  # bench/gpu_bench.py: strata run --gpu (issue 16)
+        return gpu_bench.main_gpu(args, repeats, strata)
     if args.mode == "mpi":
         import native_mpi  # bench/native_mpi.py: strata run's MPI wrappers (issue 14)
         return native_mpi.main_mpi(args, repeats, strata)

@@ -206,6 +206,10 @@ def test_native_trace_tracks_flows_and_clock(runner, fakes, nested):
     for tid, at, api in t.flows.values():
         spans = by_name[api]
         assert any(b - 2 * err - 1000 <= at <= e + 2 * err + 1000 for b, e in spans), (api, at)
+    if nested == "1":  # each runtime launch holds its driver launch
+        outer = sorted(by_name["cudaLaunchKernel"])
+        for b, e in by_name["cuLaunchKernel"][:-1]:  # (the last: reduce()'s own)
+            assert any(ob <= b < e <= oe for ob, oe in outer), (b, e)
 
 
 def test_buffers_are_bounded(runner, fakes):

@@ -85,7 +85,8 @@ class Trace:
         self.stack_samples = {}  # tid -> [(ns, (frame name, ...) root first, weight)]
         self.instants = {}     # tid -> [(name, ns)]
         self.tracks = {}       # track uuid -> name: the other named tracks (GPU streams)
-        self.gpu_slices = {}   # track name -> [(name, begin_ns, end_ns, (ended flow ids))]
+        self.gpu_slices = {}   # track name -> [(name, begin_ns, end_ns, (ended flow ids))],
+        #                        in the order they end
         self.flows = {}        # flow id -> (tid, ns, name): where each flow starts
         gpu_open = {}          # track uuid -> [(name, begin_ns, flows)]
         self.events = 0
@@ -170,11 +171,13 @@ class Trace:
                 self.samples.setdefault(name, []).append((st["ts"], struct.unpack("<d", value)[0]))
                 continue
             track = first(te, 11)
-            if track in self.tracks:  # a GPU stream's slice, named in place
+            if track in self.tracks:  # a GPU stream's or API track's slice
                 opened = gpu_open.setdefault(track, [])
                 if kind == 1:
                     ends = tuple(int.from_bytes(f, "little") for f in every(te, 48))
-                    opened.append((first(te, 23).decode(), st["ts"], ends))
+                    iid = first(te, 10)
+                    assert iid in st["names"], f"name iid {iid} used before it was interned"
+                    opened.append((st["names"][iid], st["ts"], ends))
                 else:
                     assert kind == 2 and opened, f"unexpected GPU event {kind}"
                     name, begin, ends = opened.pop()

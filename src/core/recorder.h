@@ -120,8 +120,9 @@ typedef struct {
  * the tracks events name explicitly. */
 typedef enum {
     ST_TRACK_THREAD = 0,
-    ST_TRACK_GPU_STREAM = 1,
+    ST_TRACK_GPU_STREAM = 1,  /* one thing at a time: its complete events follow */
     ST_TRACK_COUNTER = 2,
+    ST_TRACK_GPU_API = 3,     /* a thread's calls into a GPU's runtime: they nest */
 } st_track_kind_t;
 
 /* A clock domain: ST_DOMAIN_HOST is the recorder's own ticks; others are foreign

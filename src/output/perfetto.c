@@ -58,7 +58,6 @@
 #define TE_NAME_IID 10
 #define TE_TRACK_UUID 11
 #define TE_DOUBLE_COUNTER 44
-#define TE_NAME 23
 #define TE_FLOW_IDS 47
 #define TE_TERMINATING_FLOW_IDS 48
 #define TE_BEGIN 1
@@ -611,7 +610,10 @@ static int by_time(const void *a, const void *b)
         return x->end < y->end ? -1 : x->end > y->end;
     if (x->end != y->end)
         return x->end ? -1 : 1; /* an end before another's begin at the same time */
-    return x->slice < y->slice ? -1 : x->slice > y->slice;
+    /* begins in the slices' order (by start, the holder first), ends the other way
+     * round (the inner one ends first) */
+    int order = x->slice < y->slice ? -1 : x->slice > y->slice;
+    return x->end ? -order : order;
 }
 
 /* The GPU streams' slices on a sequence of their own. */
@@ -632,16 +634,74 @@ static void write_gpu(writer_t *w, const st_timeline_t *m, uint64_t *events)
     uint32_t seq = 3 + (uint32_t)m->nthreads;
     uint64_t prev = edge[0].ns < m->base_mono_ns ? edge[0].ns : m->base_mono_ns;
     start_sequence(w, seq, 0, prev, NULL);
-    st_strbuf_t *te = &w->a, *text = &w->text;
+    st_strbuf_t *te = &w->a, *names = &w->b, *name = &w->c, *text = &w->text;
+    /* names interned on the sequence, as a thread's are: a kernel's once */
+    size_t nlabels = st_intern_count(m->labels);
+    uint8_t *interned = calloc(nlabels ? nlabels : 1, 1);
+    if (!interned) {
+        free(edge);
+        w->error = 1;
+        return;
+    }
+    char seqbytes[10];
+    size_t nseq = put_varint(seqbytes, seq);
     for (size_t i = 0; i < 2 * m->ngpu_slices; i++) {
         const st_timeline_slice_t *sl = &m->gpu_slices[edge[i].slice];
+        int begin = !edge[i].end;
+        if (!begin || (sl->label < nlabels && interned[sl->label])) {
+            /* The common case, encoded in place: TracePacket{timestamp, seq id,
+             * flags, track_event{type, track_uuid[, name_iid][, terminating flow]}} */
+            char pkt[80], *p = pkt + 2;
+            *p++ = (char)(PKT_TIMESTAMP << 3);
+            p += put_varint(p, edge[i].ns - prev);
+            *p++ = (char)(PKT_SEQ_ID << 3);
+            memcpy(p, seqbytes, nseq);
+            p += nseq;
+            *p++ = (char)(PKT_SEQ_FLAGS << 3);
+            *p++ = SEQ_NEEDS;
+            *p++ = (char)((PKT_TRACK_EVENT << 3) | 2);
+            char *len = p++;
+            *p++ = (char)(TE_TYPE << 3);
+            *p++ = (char)(begin ? TE_BEGIN : TE_END);
+            *p++ = (char)(TE_TRACK_UUID << 3);
+            p += put_varint(p, gpu_uuid(m, sl->track));
+            if (begin) {
+                *p++ = (char)(TE_NAME_IID << 3);
+                p += put_varint(p, (uint64_t)sl->label + 1);
+                if (sl->flow) {
+                    p += put_varint(p, TE_TERMINATING_FLOW_IDS << 3 | 1); /* fixed64 */
+                    uint64_t flow = sl->flow; /* little-endian */
+                    memcpy(p, &flow, sizeof flow);
+                    p += sizeof flow;
+                }
+            }
+            *len = (char)(p - len - 1);
+            pkt[0] = 0x0A; /* Trace.packet */
+            pkt[1] = (char)(p - pkt - 2);
+            st_strbuf_add(&w->out, pkt, (size_t)(p - pkt));
+            flush_out(w, 0);
+            prev = edge[i].ns;
+            (*events)++;
+            continue;
+        }
         st_strbuf_reset(te);
         st_pb_uint(te, TE_TYPE, edge[i].end ? TE_END : TE_BEGIN);
         st_pb_uint(te, TE_TRACK_UUID, gpu_uuid(m, sl->track));
         if (!edge[i].end) {
-            st_strbuf_reset(text);
-            st_name_unique_in(m->labels, m->locs, sl->label, text);
-            st_pb_str(te, TE_NAME, st_strbuf_cstr(text));
+            if (sl->label < nlabels) {
+                st_pb_uint(te, TE_NAME_IID, (uint64_t)sl->label + 1);
+                if (!interned[sl->label]) {
+                    interned[sl->label] = 1;
+                    st_strbuf_reset(names);
+                    st_strbuf_reset(name);
+                    st_pb_uint(name, 1, (uint64_t)sl->label + 1);
+                    st_strbuf_reset(text);
+                    st_name_unique_in(m->labels, m->locs, sl->label, text);
+                    st_pb_str(name, 2, st_strbuf_cstr(text));
+                    st_pb_msg(names, 2, name); /* InternedData.event_names */
+                    st_pb_msg(&w->pkt, PKT_INTERNED, names);
+                }
+            }
             if (sl->flow)
                 pb_fixed64(te, TE_TERMINATING_FLOW_IDS, sl->flow);
         }
@@ -653,6 +713,7 @@ static void write_gpu(writer_t *w, const st_timeline_t *m, uint64_t *events)
         emit(w);
         (*events)++;
     }
+    free(interned);
     free(edge);
 }
 

@@ -376,8 +376,9 @@ static void record_slices(st_gpu_t *g, st_session_t *s)
             snprintf(name, sizeof name, "CUDA API thread %u", g->streams[i][1]);
         else
             snprintf(name, sizeof name, "GPU %u stream %u", g->streams[i][0], g->streams[i][1]);
-        if (st_rec_add_track(&s->rec, ST_TRACK_GPU_STREAM, name, 1, scale, (int64_t)g->h0,
-                             &track[i]) < 0)
+        st_track_kind_t kind =
+            g->streams[i][0] == API_DEVICE ? ST_TRACK_GPU_API : ST_TRACK_GPU_STREAM;
+        if (st_rec_add_track(&s->rec, kind, name, 1, scale, (int64_t)g->h0, &track[i]) < 0)
             track[i] = UINT32_MAX;
     }
     uint32_t *klabel = calloc(g->nkernels ? g->nkernels : 1, sizeof *klabel);

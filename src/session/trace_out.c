@@ -162,10 +162,20 @@ static void counter_tracks(const st_session_t *s, const st_timeline_t *m,
     free(r);
 }
 
+/* By start; at one start, by track, the longer first (it holds the other). */
 static int by_start(const void *a, const void *b)
 {
     const st_timeline_slice_t *x = a, *y = b;
-    return x->t0 < y->t0 ? -1 : x->t0 > y->t0 ? 1 : x->track < y->track ? -1 : x->track > y->track;
+    if (x->t0 != y->t0)
+        return x->t0 < y->t0 ? -1 : 1;
+    if (x->track != y->track)
+        return x->track < y->track ? -1 : 1;
+    return x->t1 > y->t1 ? -1 : x->t1 < y->t1;
+}
+
+static int is_gpu(st_track_kind_t k)
+{
+    return k == ST_TRACK_GPU_STREAM || k == ST_TRACK_GPU_API;
 }
 
 /* The recorder's GPU-stream tracks and the complete events on them (every thread's
@@ -180,20 +190,22 @@ static void gpu_slices(const st_session_t *s, const st_timeline_t *m, const char
     *ntracks = *nslices = 0;
     uint32_t nt = s->rec.ntracks, ngpu = 0;
     for (uint32_t k = 0; k < nt; k++)
-        ngpu += s->rec.tracks[k].kind == ST_TRACK_GPU_STREAM;
+        ngpu += is_gpu(s->rec.tracks[k].kind);
     if (!ngpu)
         return;
     uint32_t *index = malloc(nt * sizeof *index);
     const char **tn = malloc(ngpu * sizeof *tn);
+    uint8_t *nests = malloc(ngpu); /* per GPU track: its slices nest (API calls) */
     size_t n = 0, cap = 0;
     st_timeline_slice_t *sl = NULL;
-    if (!index || !tn)
+    if (!index || !tn || !nests)
         goto fail;
     ngpu = 0;
     for (uint32_t k = 0; k < nt; k++) {
         index[k] = UINT32_MAX;
-        if (s->rec.tracks[k].kind == ST_TRACK_GPU_STREAM) {
+        if (is_gpu(s->rec.tracks[k].kind)) {
             tn[ngpu] = s->rec.tracks[k].name;
+            nests[ngpu] = s->rec.tracks[k].kind == ST_TRACK_GPU_API;
             index[k] = ngpu++;
         }
     }
@@ -223,11 +235,14 @@ static void gpu_slices(const st_session_t *s, const st_timeline_t *m, const char
     }
     qsort(sl, n, sizeof *sl, by_start);
     /* A stream runs one thing at a time; should two overlap on a track (a clock's
-     * jitter), the later starts where the earlier ended, so that slices nest. */
+     * jitter), the later starts where the earlier ended, so that slices nest. A
+     * thread's API calls nest as they are (a runtime call's driver calls inside). */
     uint64_t *until = calloc(ngpu, sizeof *until);
     if (!until)
         goto fail;
     for (size_t i = 0; i < n; i++) {
+        if (nests[sl[i].track])
+            continue;
         if (sl[i].t0 < until[sl[i].track])
             sl[i].t0 = until[sl[i].track];
         if (sl[i].t1 < sl[i].t0)
@@ -236,6 +251,7 @@ static void gpu_slices(const st_session_t *s, const st_timeline_t *m, const char
     }
     free(until);
     free(index);
+    free(nests);
     *names = tn;
     *ntracks = ngpu;
     *slices = sl;
@@ -244,6 +260,7 @@ static void gpu_slices(const st_session_t *s, const st_timeline_t *m, const char
 fail:
     free(index);
     free(tn);
+    free(nests);
     free(sl);
 }
 
