@@ -440,6 +440,24 @@ static void samples_free(samples_t *sm)
     free(sm->named);
 }
 
+/* Interns label's name in the packet being built (InternedData.event_names, iid
+ * label + 1), the first time a sequence uses it: `interned` marks those done. */
+static void intern_name(writer_t *w, const st_timeline_t *m, uint32_t label, uint8_t *interned)
+{
+    if (interned[label])
+        return;
+    interned[label] = 1;
+    st_strbuf_t *names = &w->b, *name = &w->c, *text = &w->text;
+    st_strbuf_reset(names);
+    st_strbuf_reset(name);
+    st_pb_uint(name, 1, (uint64_t)label + 1);
+    st_strbuf_reset(text);
+    st_name_unique_in(m->labels, m->locs, label, text);
+    st_pb_str(name, 2, st_strbuf_cstr(text));
+    st_pb_msg(names, 2, name);
+    st_pb_msg(&w->pkt, PKT_INTERNED, names);
+}
+
 static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t *events,
                         uint64_t *nsamples)
 {
@@ -468,7 +486,7 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
     st_ev_reader_t r;
     st_ev_reader_init(&r, th->events, 0);
     const st_ev_t *e;
-    st_strbuf_t *te = &w->a, *names = &w->b, *name = &w->c, *text = &w->text;
+    st_strbuf_t *te = &w->a;
     /* Each event packet's fixed bytes, but for the sequence id, are known. */
     char seqbytes[10];
     size_t nseq = put_varint(seqbytes, seq);
@@ -523,17 +541,8 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         if (named) {
             st_pb_uint(te, TE_TYPE, (uint64_t)type);
             st_pb_uint(te, TE_NAME_IID, (uint64_t)e->a + 1);
-            if (e->a < st_intern_count(m->labels) && !interned[e->a]) {
-                interned[e->a] = 1;
-                st_strbuf_reset(names);
-                st_strbuf_reset(name);
-                st_pb_uint(name, 1, (uint64_t)e->a + 1);
-                st_strbuf_reset(text);
-                st_name_unique_in(m->labels, m->locs, e->a, text);
-                st_pb_str(name, 2, st_strbuf_cstr(text));
-                st_pb_msg(names, 2, name); /* InternedData.event_names */
-                st_pb_msg(&w->pkt, PKT_INTERNED, names);
-            }
+            if (e->a < st_intern_count(m->labels))
+                intern_name(w, m, e->a, interned);
         } else {
             st_pb_uint(te, TE_TYPE, TE_END);
         }
@@ -634,7 +643,7 @@ static void write_gpu(writer_t *w, const st_timeline_t *m, uint64_t *events)
     uint32_t seq = 3 + (uint32_t)m->nthreads;
     uint64_t prev = edge[0].ns < m->base_mono_ns ? edge[0].ns : m->base_mono_ns;
     start_sequence(w, seq, 0, prev, NULL);
-    st_strbuf_t *te = &w->a, *names = &w->b, *name = &w->c, *text = &w->text;
+    st_strbuf_t *te = &w->a;
     /* names interned on the sequence, as a thread's are: a kernel's once */
     size_t nlabels = st_intern_count(m->labels);
     uint8_t *interned = calloc(nlabels ? nlabels : 1, 1);
@@ -690,17 +699,7 @@ static void write_gpu(writer_t *w, const st_timeline_t *m, uint64_t *events)
         if (!edge[i].end) {
             if (sl->label < nlabels) {
                 st_pb_uint(te, TE_NAME_IID, (uint64_t)sl->label + 1);
-                if (!interned[sl->label]) {
-                    interned[sl->label] = 1;
-                    st_strbuf_reset(names);
-                    st_strbuf_reset(name);
-                    st_pb_uint(name, 1, (uint64_t)sl->label + 1);
-                    st_strbuf_reset(text);
-                    st_name_unique_in(m->labels, m->locs, sl->label, text);
-                    st_pb_str(name, 2, st_strbuf_cstr(text));
-                    st_pb_msg(names, 2, name); /* InternedData.event_names */
-                    st_pb_msg(&w->pkt, PKT_INTERNED, names);
-                }
+                intern_name(w, m, sl->label, interned);
             }
             if (sl->flow)
                 pb_fixed64(te, TE_TERMINATING_FLOW_IDS, sl->flow);
