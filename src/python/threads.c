@@ -3,8 +3,6 @@
 
 #include <stdio.h>
 
-/* threading._active[ident] (the Thread object), or NULL if it has none; new
- * reference, no exception left set. */
 /* The threading module if the program imported it (new reference), or NULL. */
 static PyObject *threading_module(void)
 {
@@ -14,19 +12,17 @@ static PyObject *threading_module(void)
     return threading;
 }
 
-static PyObject *threading_thread(unsigned long ident)
+/* threading._active[ident] (the Thread object), or NULL if it has none; new
+ * reference, no exception left set. */
+static PyObject *threading_thread(PyObject *threading, unsigned long ident)
 {
-    PyObject *threading = threading_module();
-    PyObject *t = NULL;
-    if (threading) {
-        PyObject *active = PyObject_GetAttrString(threading, "_active");
-        PyObject *key = PyLong_FromUnsignedLong(ident);
-        t = active && key && PyDict_Check(active) ? PyDict_GetItemWithError(active, key) : NULL;
-        Py_XINCREF(t);
-        Py_XDECREF(key);
-        Py_XDECREF(active);
-        Py_DECREF(threading);
-    }
+    PyObject *active = PyObject_GetAttrString(threading, "_active");
+    PyObject *key = PyLong_FromUnsignedLong(ident);
+    PyObject *t = active && key && PyDict_Check(active) ? PyDict_GetItemWithError(active, key)
+                                                         : NULL;
+    Py_XINCREF(t);
+    Py_XDECREF(key);
+    Py_XDECREF(active);
     PyErr_Clear();
     return t;
 }
@@ -34,10 +30,9 @@ static PyObject *threading_thread(unsigned long ident)
 /* A thread that has ended, as threading still knows it: the Thread objects alive
  * are in threading._dangling (a WeakSet), ended ones keep their ident. One with that
  * ident (an ident may have been reused: then any of them), or NULL. */
-static PyObject *ended_thread(unsigned long ident)
+static PyObject *ended_thread(PyObject *threading, unsigned long ident)
 {
-    PyObject *threading = threading_module();
-    PyObject *all = threading ? PyObject_GetAttrString(threading, "_dangling") : NULL;
+    PyObject *all = PyObject_GetAttrString(threading, "_dangling");
     PyObject *it = all ? PyObject_GetIter(all) : NULL, *t, *found = NULL;
     while (it && (t = PyIter_Next(it)) != NULL) {
         PyObject *id = PyObject_GetAttrString(t, "ident");
@@ -50,7 +45,6 @@ static PyObject *ended_thread(unsigned long ident)
     }
     Py_XDECREF(it);
     Py_XDECREF(all);
-    Py_XDECREF(threading);
     PyErr_Clear();
     return found;
 }
@@ -61,27 +55,27 @@ int st_pythread_name(unsigned long ident, char *buf, size_t size)
     snprintf(buf, size, "Thread-%lu", ident);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *t = threading_thread(ident);
-    if (!t)
-        t = ended_thread(ident);
+    PyObject *threading = threading_module(), *t = NULL;
+    if (threading) {
+        t = threading_thread(threading, ident);
+        if (!t)
+            t = ended_thread(threading, ident);
+    } else if (ident == st_py.main_ident) {
+        /* A program that never imports threading (strata itself does not) has
+         * no Thread objects: its main thread is named as threading would name
+         * it. */
+        snprintf(buf, size, "MainThread");
+        found = 1;
+    }
     PyObject *name = t ? PyObject_GetAttrString(t, "name") : NULL;
     const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
     if (s) {
         snprintf(buf, size, "%s", s);
         found = 1;
-    } else if (ident == st_py.main_ident && !PyErr_Occurred()) {
-        /* A program that never imports threading (strata itself does not) has
-         * no Thread objects: its main thread is named as threading would name
-         * it. */
-        PyObject *threading = threading_module();
-        if (!threading) {
-            snprintf(buf, size, "MainThread");
-            found = 1;
-        }
-        Py_XDECREF(threading);
     }
     Py_XDECREF(name);
     Py_XDECREF(t);
+    Py_XDECREF(threading);
     PyErr_Clear();
     PyErr_Restore(et, ev, tb);
     return found;
@@ -92,9 +86,11 @@ static int thread_registered(unsigned long ident)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *t = threading_thread(ident);
+    PyObject *threading = threading_module();
+    PyObject *t = threading ? threading_thread(threading, ident) : NULL;
     int found = t != NULL;
     Py_XDECREF(t);
+    Py_XDECREF(threading);
     PyErr_Restore(et, ev, tb);
     return found;
 }
