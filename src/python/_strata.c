@@ -419,19 +419,18 @@ static void hide_caller(PyThreadState *t, hidden_t *h)
      * hang from it as the first __main__'s do */
     t->current_frame = st_pyframes_bottom(h->frame);
 #endif
+#if PY_VERSION_HEX >= 0x030C0000
+    h->py_depth = t->py_recursion_limit - t->py_recursion_remaining;
+    t->py_recursion_remaining = t->py_recursion_limit;
 #if PY_VERSION_HEX >= 0x030E0000
-    /* 3.14 guards C recursion by the stack pointer: no count to reset */
-    h->py_depth = t->py_recursion_limit - t->py_recursion_remaining;
-    t->py_recursion_remaining = t->py_recursion_limit;
-    h->c_remaining = 0;
-#elif PY_VERSION_HEX >= 0x030C0000
-    h->py_depth = t->py_recursion_limit - t->py_recursion_remaining;
-    t->py_recursion_remaining = t->py_recursion_limit;
+    h->c_remaining = 0; /* 3.14 guards C recursion by the stack pointer: no count */
+#else
     h->c_remaining = t->c_recursion_remaining;
 #if defined(Py_C_RECURSION_LIMIT)
     t->c_recursion_remaining = Py_C_RECURSION_LIMIT;
 #elif defined(C_RECURSION_LIMIT)
     t->c_recursion_remaining = C_RECURSION_LIMIT;
+#endif
 #endif
 #else
     h->py_depth = t->recursion_limit - t->recursion_remaining;
@@ -448,11 +447,11 @@ static void unhide_caller(PyThreadState *t, const hidden_t *h)
 #else
     t->cframe->current_frame = h->frame;
 #endif
-#if PY_VERSION_HEX >= 0x030E0000
+#if PY_VERSION_HEX >= 0x030C0000
     t->py_recursion_remaining = t->py_recursion_limit - h->py_depth;
-#elif PY_VERSION_HEX >= 0x030C0000
-    t->py_recursion_remaining = t->py_recursion_limit - h->py_depth;
+#if PY_VERSION_HEX < 0x030E0000
     t->c_recursion_remaining = h->c_remaining;
+#endif
 #else
     t->recursion_remaining = t->recursion_limit - h->py_depth;
 #endif
