@@ -440,6 +440,42 @@ static void samples_free(samples_t *sm)
     free(sm->named);
 }
 
+/* An event packet encoded in place, the common case of a sequence's events:
+ * Trace.packet{TracePacket{timestamp (the delta), sequence id, flags (needs
+ * incremental state), track_event{type, ...}}}. inplace_begin writes up to the
+ * track event's type; the caller appends the event's other fields at e->p (64
+ * bytes at most); inplace_emit sets both lengths and adds the packet to the
+ * output. */
+typedef struct {
+    char buf[96], *p, *len;
+} inplace_t;
+
+static void inplace_begin(inplace_t *e, uint64_t dt, const char *seqbytes, size_t nseq, int type)
+{
+    char *p = e->buf + 2;
+    *p++ = (char)(PKT_TIMESTAMP << 3);
+    p += put_varint(p, dt);
+    *p++ = (char)(PKT_SEQ_ID << 3);
+    memcpy(p, seqbytes, nseq);
+    p += nseq;
+    *p++ = (char)(PKT_SEQ_FLAGS << 3);
+    *p++ = SEQ_NEEDS;
+    *p++ = (char)((PKT_TRACK_EVENT << 3) | 2);
+    e->len = p++;
+    *p++ = (char)(TE_TYPE << 3);
+    *p++ = (char)type;
+    e->p = p;
+}
+
+static void inplace_emit(writer_t *w, inplace_t *e)
+{
+    *e->len = (char)(e->p - e->len - 1);
+    e->buf[0] = 0x0A; /* Trace.packet */
+    e->buf[1] = (char)(e->p - e->buf - 2);
+    st_strbuf_add(&w->out, e->buf, (size_t)(e->p - e->buf));
+    flush_out(w, 0);
+}
+
 /* Interns label's name in the packet being built (InternedData.event_names, iid
  * label + 1), the first time a sequence uses it: `interned` marks those done. */
 static void intern_name(writer_t *w, const st_timeline_t *m, uint32_t label, uint8_t *interned)
@@ -506,29 +542,14 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         if (ns < prev)
             ns = prev; /* clock calibration never runs time backwards */
         if (!flow && (!named || e->a >= st_intern_count(m->labels) || interned[e->a])) {
-            /* The common case, encoded in place:
-             * TracePacket{timestamp, seq id, flags, track_event{type[, name_iid]}} */
-            char pkt[48], *p = pkt + 2;
-            *p++ = (char)(PKT_TIMESTAMP << 3);
-            p += put_varint(p, ns - prev);
-            *p++ = (char)(PKT_SEQ_ID << 3);
-            memcpy(p, seqbytes, nseq);
-            p += nseq;
-            *p++ = (char)(PKT_SEQ_FLAGS << 3);
-            *p++ = SEQ_NEEDS;
-            *p++ = (char)((PKT_TRACK_EVENT << 3) | 2);
-            char *len = p++;
-            *p++ = (char)(TE_TYPE << 3);
-            *p++ = (char)type;
+            /* The common case, encoded in place: track_event{type[, name_iid]} */
+            inplace_t ev;
+            inplace_begin(&ev, ns - prev, seqbytes, nseq, type);
             if (named) {
-                *p++ = (char)(TE_NAME_IID << 3);
-                p += put_varint(p, (uint64_t)e->a + 1);
+                *ev.p++ = (char)(TE_NAME_IID << 3);
+                ev.p += put_varint(ev.p, (uint64_t)e->a + 1);
             }
-            *len = (char)(p - len - 1);
-            pkt[0] = 0x0A; /* Trace.packet */
-            pkt[1] = (char)(p - pkt - 2);
-            st_strbuf_add(&w->out, pkt, (size_t)(p - pkt));
-            flush_out(w, 0);
+            inplace_emit(w, &ev);
             prev = ns;
             (*events)++;
             continue;
@@ -658,37 +679,23 @@ static void write_gpu(writer_t *w, const st_timeline_t *m, uint64_t *events)
         const st_timeline_slice_t *sl = &m->gpu_slices[edge[i].slice];
         int begin = !edge[i].end;
         if (!begin || (sl->label < nlabels && interned[sl->label])) {
-            /* The common case, encoded in place: TracePacket{timestamp, seq id,
-             * flags, track_event{type, track_uuid[, name_iid][, terminating flow]}} */
-            char pkt[80], *p = pkt + 2;
-            *p++ = (char)(PKT_TIMESTAMP << 3);
-            p += put_varint(p, edge[i].ns - prev);
-            *p++ = (char)(PKT_SEQ_ID << 3);
-            memcpy(p, seqbytes, nseq);
-            p += nseq;
-            *p++ = (char)(PKT_SEQ_FLAGS << 3);
-            *p++ = SEQ_NEEDS;
-            *p++ = (char)((PKT_TRACK_EVENT << 3) | 2);
-            char *len = p++;
-            *p++ = (char)(TE_TYPE << 3);
-            *p++ = (char)(begin ? TE_BEGIN : TE_END);
-            *p++ = (char)(TE_TRACK_UUID << 3);
-            p += put_varint(p, gpu_uuid(m, sl->track));
+            /* The common case, encoded in place: track_event{type, track_uuid[,
+             * name_iid][, terminating flow]} */
+            inplace_t ev;
+            inplace_begin(&ev, edge[i].ns - prev, seqbytes, nseq, begin ? TE_BEGIN : TE_END);
+            *ev.p++ = (char)(TE_TRACK_UUID << 3);
+            ev.p += put_varint(ev.p, gpu_uuid(m, sl->track));
             if (begin) {
-                *p++ = (char)(TE_NAME_IID << 3);
-                p += put_varint(p, (uint64_t)sl->label + 1);
+                *ev.p++ = (char)(TE_NAME_IID << 3);
+                ev.p += put_varint(ev.p, (uint64_t)sl->label + 1);
                 if (sl->flow) {
-                    p += put_varint(p, TE_TERMINATING_FLOW_IDS << 3 | 1); /* fixed64 */
+                    ev.p += put_varint(ev.p, TE_TERMINATING_FLOW_IDS << 3 | 1); /* fixed64 */
                     uint64_t flow = sl->flow; /* little-endian */
-                    memcpy(p, &flow, sizeof flow);
-                    p += sizeof flow;
+                    memcpy(ev.p, &flow, sizeof flow);
+                    ev.p += sizeof flow;
                 }
             }
-            *len = (char)(p - len - 1);
-            pkt[0] = 0x0A; /* Trace.packet */
-            pkt[1] = (char)(p - pkt - 2);
-            st_strbuf_add(&w->out, pkt, (size_t)(p - pkt));
-            flush_out(w, 0);
+            inplace_emit(w, &ev);
             prev = edge[i].ns;
             (*events)++;
             continue;
