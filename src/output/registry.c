@@ -549,6 +549,15 @@ unsigned st_formats_line_profiles(const st_model_t *m, unsigned mask)
            ~(has_over_time ? 0 : over_time | png);
 }
 
+/* A table's file name: base.txt, or base-RANK.txt for one rank's result. */
+static void table_name(job_t *job, const char *base, const st_model_t *m)
+{
+    if (m->has_rank)
+        snprintf(job->name, sizeof job->name, "%s-%u.txt", base, m->rank);
+    else
+        snprintf(job->name, sizeof job->name, "%s.txt", base);
+}
+
 static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
 {
     size_t n = 0;
@@ -569,14 +578,9 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
         for (int c = 0; c < ST_NCOMPONENTS; c++) {
             if (!(m->components & (1u << c)))
                 continue;
-            const char *cn = st_component_info((st_component_t)c)->name;
             jobs[n].f = f;
             jobs[n].comp = c;
-            if (m->has_rank)
-                snprintf(jobs[n].name, sizeof jobs[n].name, "%s-%u.txt", cn, m->rank);
-            else
-                snprintf(jobs[n].name, sizeof jobs[n].name, "%s.txt", cn);
-            n++;
+            table_name(&jobs[n++], st_component_info((st_component_t)c)->name, m);
         }
         for (uint32_t id = 0; m->metrics && id < m->metrics->n; id++) {
             if (!has_table(m, id))
@@ -585,11 +589,7 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
             st_metric_file_base(m->metrics->defs[id].name, base, sizeof base);
             jobs[n].f = f;
             jobs[n].comp = METRIC_TABLE + (int)id;
-            if (m->has_rank)
-                snprintf(jobs[n].name, sizeof jobs[n].name, "%s-%u.txt", base, m->rank);
-            else
-                snprintf(jobs[n].name, sizeof jobs[n].name, "%s.txt", base);
-            n++;
+            table_name(&jobs[n++], base, m);
         }
         if (st_model_count_ranks(m) > 1) {
             jobs[n].f = f;
@@ -606,12 +606,7 @@ static size_t plan(const st_model_t *m, unsigned mask, job_t *jobs)
         for (int k = 0; m->gpu && k < 2; k++) { /* the GPU's kernels and copies */
             jobs[n].f = f;
             jobs[n].comp = -4 - k;
-            const char *base = k ? "gpu_memcpy" : "gpu_kernels";
-            if (m->has_rank)
-                snprintf(jobs[n].name, sizeof jobs[n].name, "%s-%u.txt", base, m->rank);
-            else
-                snprintf(jobs[n].name, sizeof jobs[n].name, "%s.txt", base);
-            n++;
+            table_name(&jobs[n++], k ? "gpu_memcpy" : "gpu_kernels", m);
         }
     }
     return n;
