@@ -509,9 +509,10 @@ static int add_copies(st_profile_t *p, const st_model_gpu_t *g)
             j++;
         if (j == p->gpu.ncopies) {
             st_model_copy_t *v = realloc(p->copies, (j + 1) * sizeof *v);
-            char *direction = v ? strdup(c->direction) : NULL;
-            if (v)
-                p->copies = v;
+            if (!v)
+                return ST_ENOMEM;
+            p->copies = v;
+            char *direction = strdup(c->direction);
             if (!direction)
                 return ST_ENOMEM;
             v[j] = (st_model_copy_t){direction, 0, 0, 0};

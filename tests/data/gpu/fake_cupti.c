@@ -388,9 +388,7 @@ void fake_launch(const char *fn, const char *kernel, uint32_t stream, uint64_t n
 }
 void fake_copy(const char *fn, int copy_kind, uint64_t bytes, uint32_t stream, uint64_t ns)
 {
-    pthread_mutex_lock(&lock);
-    uint32_t corr = next_corr++;
-    pthread_mutex_unlock(&lock);
+    uint32_t corr = new_corr();
     api(fn, 0, corr);
     uint64_t t = now();
     pthread_mutex_lock(&lock);
@@ -409,9 +407,7 @@ void fake_copy(const char *fn, int copy_kind, uint64_t bytes, uint32_t stream, u
 }
 void fake_set(const char *fn, uint64_t bytes, uint32_t stream, uint64_t ns)
 {
-    pthread_mutex_lock(&lock);
-    uint32_t corr = next_corr++;
-    pthread_mutex_unlock(&lock);
+    uint32_t corr = new_corr();
     api(fn, 0, corr);
     uint64_t t = now();
     pthread_mutex_lock(&lock);
