@@ -104,13 +104,18 @@ static int cie_fde_encoding(const uint8_t *cie, uint8_t *enc)
     return 0;
 }
 
-int st_ehframe_function(uintptr_t addr, st_range_t *out)
+/* The .eh_frame_hdr of the loaded object holding addr, or NULL. */
+static const uint8_t *object_table(uintptr_t addr)
 {
     find_t f = {addr, NULL};
-    if (!dl_iterate_phdr(find_object, &f) || !f.hdr)
-        return -1;
-    const uint8_t *h = f.hdr;
-    if (h[0] != 1 || h[1] != PE_PCREL_SDATA4 || h[2] != PE_UDATA4 || h[3] != PE_DATAREL_SDATA4)
+    return dl_iterate_phdr(find_object, &f) ? f.hdr : NULL;
+}
+
+/* The function (FDE) holding addr in the object whose table is h. */
+static int lookup(const uint8_t *h, uintptr_t addr, st_range_t *out)
+{
+    if (!h || h[0] != 1 || h[1] != PE_PCREL_SDATA4 || h[2] != PE_UDATA4 ||
+        h[3] != PE_DATAREL_SDATA4)
         return -1;
     uint32_t count = u32(h + 8);
     const uint8_t *table = h + 12; /* pairs of (start, FDE), relative to h */
@@ -145,6 +150,11 @@ int st_ehframe_function(uintptr_t addr, st_range_t *out)
     return 0;
 }
 
+int st_ehframe_function(uintptr_t addr, st_range_t *out)
+{
+    return lookup(object_table(addr), addr, out);
+}
+
 int st_ehframe_parts(uintptr_t fn, size_t size, st_range_t *out, int cap)
 {
 #if defined(__x86_64__)
@@ -152,6 +162,7 @@ int st_ehframe_parts(uintptr_t fn, size_t size, st_range_t *out, int cap)
     st_range_t seen[MAX_SEEN];
     int hits[MAX_SEEN], nseen = 0;
     const uint8_t *code = (const uint8_t *)fn;
+    const uint8_t *table = object_table(fn); /* its parts lie in its own object */
     for (size_t i = 0; i + 5 <= size; i++) {
         size_t len = code[i] == 0xe9 ? 5
                      : i + 6 <= size && code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80 ? 6
@@ -160,7 +171,7 @@ int st_ehframe_parts(uintptr_t fn, size_t size, st_range_t *out, int cap)
             continue;
         uintptr_t to = fn + i + len + (intptr_t)s32(code + i + len - 4);
         st_range_t r;
-        if ((to >= fn && to < fn + size) || st_ehframe_function(to, &r) < 0 ||
+        if ((to >= fn && to < fn + size) || lookup(table, to, &r) < 0 ||
             (r.lo < fn + size && r.hi > fn))
             continue;
         int k = 0;
