@@ -523,15 +523,17 @@ def bad(env, *args):
 
 def test_every_truncation_is_said_to_be_one(env, result):
     """A profile.json cut anywhere (a copy cut short by a full disk, an unfinished
-    transfer) says it is truncated: among the cuts, each right after a number's '.'
-    or 'e', where a number reader sees 'a bad number'."""
+    transfer) says it is truncated: among the cuts, each right after a number's '-',
+    '.' or 'e', where a number reader sees 'a bad number'."""
     # cut short of its last bracket (a cut of only the final newline leaves it whole)
     text = (result / "profile.json").read_text().rstrip()
     cuts = set(range(1, len(text), max(1, len(text) // 120)))
     cuts |= {i + 1 for i, c in enumerate(text[:-1])
              if c in ".eE" and text[i - 1].isdigit()}
+    signs = [i + 1 for i, c in enumerate(text[:-1]) if c == "-" and text[i + 1].isdigit()]
+    assert signs  # "parent": -1
     cut = env.root / "cut.json"
-    for n in sorted(cuts)[:400]:
+    for n in sorted(cuts)[:400] + signs[:20]:
         cut.write_text(text[:n])
         err = bad(env, "report", cut)
         assert "truncated" in err, (n, text[max(0, n - 20):n], err)

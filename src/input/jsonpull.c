@@ -309,8 +309,11 @@ static int scan_number(st_jp_t *jp, const char **numend, int *is_int)
 {
     const char *p = jp->p, *end = jp->end;
     *is_int = 1;
-    if (p < end && *p == '-')
+    if (p < end && *p == '-') {
         p++;
+        if (p >= end) /* cut after the sign */
+            return st_jp_fail(jp, "unexpected end of file inside a number (truncated?)");
+    }
     if (p >= end || *p < '0' || *p > '9')
         return unexpected(jp, "a number");
     if (*p == '0') {
