@@ -4,7 +4,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "model/model.h"
 #include "python/memory.h"
@@ -215,18 +214,17 @@ static char *source_line(PyObject *s)
 }
 
 /* The block of source of a function from its first line, as line_profiler shows
- * it: inspect.getblock over linecache's lines of the file (read anew). NULL (the
- * file was not found) or a list. New reference. */
+ * it: inspect.getblock over linecache's lines of the file (read anew when it
+ * changed). A list, or NULL when there is no source. New reference. */
 static PyObject *block_of(const char *file, uint32_t first)
 {
-    struct stat st;
-    if (stat(file, &st) != 0)
-        return NULL;
     PyObject *linecache = PyImport_ImportModule("linecache");
     PyObject *inspect = linecache ? PyImport_ImportModule("inspect") : NULL;
     PyObject *block = NULL, *lines = NULL;
     if (inspect) {
-        PyObject *r = PyObject_CallMethod(linecache, "clearcache", NULL);
+        /* the file as it is now if it changed since it was read; lines the cache holds
+         * with no file behind them (IPython's cells) stay, for the program too */
+        PyObject *r = PyObject_CallMethod(linecache, "checkcache", "s", file);
         Py_XDECREF(r);
         lines = PyObject_CallMethod(linecache, "getlines", "s", file);
     }
@@ -244,9 +242,9 @@ static PyObject *block_of(const char *file, uint32_t first)
     Py_XDECREF(lines);
     Py_XDECREF(inspect);
     Py_XDECREF(linecache);
-    if (block && !PyList_Check(block))
+    if (block && (!PyList_Check(block) || PyList_GET_SIZE(block) == 0))
         Py_CLEAR(block);
-    return block ? block : PyList_New(0);
+    return block;
 }
 
 /* Fills f from tab: the lines run, the names and the source. -1: out of memory. */
