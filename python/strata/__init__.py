@@ -24,5 +24,14 @@ from .profiler import Profile, config, noprofile, profile  # noqa: E402
 from .regions import region, summary, timing  # noqa: E402
 
 __version__ = _strata.__version__
+
+
+def load_ipython_extension(ip):
+    """`%load_ext strata`: the %strata and %%strata magics (strata._magic)."""
+    from . import _magic
+
+    _magic.load(ip)
+
+
 __all__ = ["Profile", "config", "noprofile", "profile", "region", "summary", "timing",
            "__version__"]

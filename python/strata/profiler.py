@@ -19,9 +19,15 @@ def _finalize():
     _strata.finalize()
 
 
+# IPython's %strata makes a session of each run (strata._magic): once the extension is
+# loaded, @profile and `with profile:` only mark and scope, with no session of their own
+# (the kernel's whole life) that would keep the magics from theirs.
+sessions_by_magic = False
+
+
 def _start_from_source():
     """Starts a session for a program that uses strata without `strata python`."""
-    if _strata.state()["live"]:
+    if sessions_by_magic or _strata.state()["live"]:
         return
     _strata.set("builtin", True)
     script = sys.argv[0] if sys.argv and sys.argv[0] else "python"

@@ -96,11 +96,14 @@ static int ensure_settings(void)
 /* parse_cli(argv): the words as the interpreter gave them (decoded with the file
  * system encoding and surrogateescape), turned back into the bytes they were, as
  * os.fsencode does: any byte passes, as it would through plain python. */
-static PyObject *py_parse_cli(PyObject *self, PyObject *args)
+static PyObject *py_parse_cli(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
+    static char *kwlist[] = {"argv", "statement", NULL};
     PyObject *list;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list))
+    int statement = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|p:parse_cli", kwlist, &PyList_Type, &list,
+                                     &statement))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(list);
     PyObject *bytes = PyList_New(n);
@@ -125,7 +128,8 @@ static PyObject *py_parse_cli(PyObject *self, PyObject *args)
     st_msg_t msg;
     PyObject *result = NULL;
     fflush(stdout);
-    int rc = st_args_parse_python(&a, (int)n, argv, environ, 0, warn_cb, stdout, &msg);
+    int rc = st_args_parse_python(&a, (int)n, argv, environ, statement ? ST_ARGS_STATEMENT : 0,
+                                  warn_cb, stdout, &msg);
     fflush(stdout);
     if (rc == ST_EHELP) {
         result = Py_NewRef(Py_None);
@@ -150,12 +154,20 @@ static PyObject *py_parse_cli(PyObject *self, PyObject *args)
             Py_CLEAR(rest);
         Py_XDECREF(s);
     }
-    if (rest)
-        result = Py_BuildValue("{s:O,s:O&,s:N,s:O&}", "is_module",
-                               a.is_module ? Py_True : Py_False, "target",
-                               PyUnicode_DecodeFSDefault, a.target, "args", rest, "setup",
-                               PyUnicode_DecodeFSDefault,
-                               st_settings_str(&st_py.settings, ST_S_SETUP));
+    /* where the target's word is in argv (n: none, with statement) */
+    Py_ssize_t start = n;
+    for (Py_ssize_t i = 0; a.target && i < n; i++)
+        if (argv[i] == a.target)
+            start = i;
+    PyObject *target = a.target ? PyUnicode_DecodeFSDefault(a.target) : Py_NewRef(Py_None);
+    if (rest && target)
+        result = Py_BuildValue("{s:O,s:O,s:N,s:O&,s:n}", "is_module",
+                               a.is_module ? Py_True : Py_False, "target", target, "args", rest,
+                               "setup", PyUnicode_DecodeFSDefault,
+                               st_settings_str(&st_py.settings, ST_S_SETUP), "start", start);
+    else
+        Py_XDECREF(rest);
+    Py_XDECREF(target);
 done:
     Py_DECREF(bytes);
     free(argv);
@@ -165,11 +177,13 @@ done:
 /* The Python backend as one of the session's collectors (session/collector.h): it
  * starts and stops the hook, and gives the model the interpreter's version. */
 static char python_version[64];
+static int memory_used; /* a session profiled memory (next_session) */
 
 static int python_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
 {
     (void)c;
     if (st_py.memory) {
+        memory_used = 1;
         st_py.memory = st_pymem_start(st_py.memory);
         st_py.line_memory = st_py.line_memory && st_py.memory != ST_PYMEM_OFF;
         /* memory over time: every 20 ms, mprof run's 0.1 s five times over */
@@ -215,6 +229,29 @@ static const st_collector_t python_collector = {
     .contribute = python_contribute,
 };
 
+/* A session after one whose results are written (IPython's %strata: one a cell):
+ * what the last one kept goes, and every part starts as in a new process. Memory
+ * profiling keeps process-wide state (its allocator hooks' samples and their
+ * references): one session of a process may have it. -1 with an exception. */
+static int next_session(void)
+{
+    if (memory_used && st_py.memory != ST_PYMEM_OFF) {
+        PyErr_SetString(st_py.error, "--memory profiles one session of a process, and an "
+                                     "earlier one did: start a new process or kernel to "
+                                     "profile memory again");
+        return -1;
+    }
+    st_pyexit_new_session();
+    st_pylines_new_session();
+    st_pythread_new_session();
+    st_pybackend_new_session();
+    st_session_free(&st_py.session);
+    memset(&holdings, 0, sizeof holdings);
+    st_py.live = st_py.finalized = st_py.running = st_py.tracing = 0;
+    st_py.gen++; /* the labels were the last session's */
+    return 0;
+}
+
 /* begin(target_name, command): creates the session and its results folder. */
 static void mpi_hook(void);
 
@@ -226,11 +263,15 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O&O!", PyUnicode_FSConverter, &target_bytes, &PyList_Type,
                           &command))
         return NULL;
-    if (st_py.live) {
+    if (st_py.live && (!st_py.finalized || st_py.forked_child)) {
         Py_DECREF(target_bytes);
         Py_RETURN_FALSE;
     }
     if (ensure_settings() < 0) {
+        Py_DECREF(target_bytes);
+        return NULL;
+    }
+    if (st_py.live && next_session() < 0) {
         Py_DECREF(target_bytes);
         return NULL;
     }
@@ -344,7 +385,16 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* st_py_finalize, with the tables and notes written to `to` when it is not NULL
+ * (else to the terminal kept at the start). */
+static void finalize_to(int flush_streams, FILE *to);
+
 void st_py_finalize(int flush_streams)
+{
+    finalize_to(flush_streams, NULL);
+}
+
+static void finalize_to(int flush_streams, FILE *to)
 {
     if (!st_py.live || st_py.finalized || st_py.forked_child)
         return;
@@ -365,7 +415,7 @@ void st_py_finalize(int flush_streams)
     }
     /* The terminal strata kept, not whatever the program made fd 2 since; warnings
      * about lost data go there whether or not the tables are printed. */
-    FILE *notes = st_pyexit_terminal();
+    FILE *notes = to ? to : st_pyexit_terminal();
     FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? notes : NULL;
     st_msg_t msg;
     /* the session keeps the settings as they ended (the program may change them) */
@@ -386,12 +436,30 @@ void st_py_finalize(int flush_streams)
     st_pyexit_finished();
 }
 
-static PyObject *py_finalize(PyObject *self, PyObject *unused)
+/* finalize(capture=False): with capture, what would go to the terminal (the tables
+ * and notes) is returned as a str instead (IPython's %strata shows it in the
+ * notebook, whose terminal is the kernel's log). */
+static PyObject *py_finalize(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
-    (void)unused;
-    st_py_finalize(1);
-    Py_RETURN_NONE;
+    static char *kwlist[] = {"capture", NULL};
+    int capture = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:finalize", kwlist, &capture))
+        return NULL;
+    if (!capture) {
+        st_py_finalize(1);
+        Py_RETURN_NONE;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out)
+        return PyErr_NoMemory();
+    finalize_to(1, out);
+    fclose(out);
+    PyObject *r = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace");
+    free(text);
+    return r;
 }
 
 /* The calling thread's frame chain and recursion depth, hidden while the target
@@ -793,8 +861,9 @@ static PyObject *py_state(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:O,s:O,s:s,s:s}", "live", st_py.live ? Py_True : Py_False,
-                         "running", st_py.running ? Py_True : Py_False, "outdir",
+    return Py_BuildValue("{s:O,s:O,s:O,s:s,s:s}", "live", st_py.live ? Py_True : Py_False,
+                         "running", st_py.running ? Py_True : Py_False, "finalized",
+                         st_py.finalized ? Py_True : Py_False, "outdir",
                          st_py.live ? st_py.session.outdir : "", "backend",
                          PY_VERSION_HEX >= 0x030C0000 ? "sys.monitoring" : "profile hook");
 }
@@ -891,12 +960,15 @@ static PyObject *py_pyframes_sigtest(PyObject *self, PyObject *arg)
 }
 
 static PyMethodDef methods[] = {
-    {"parse_cli", py_parse_cli, METH_VARARGS,
-     "parse_cli(argv) -> dict or None: parse `strata python` options (None after --help)."},
+    {"parse_cli", (PyCFunction)(void (*)(void))py_parse_cli, METH_VARARGS | METH_KEYWORDS,
+     "parse_cli(argv, statement=False) -> dict or None: parse `strata python` options (None "
+     "after --help); statement: IPython's %strata words, whose target is a statement."},
     {"begin", py_begin, METH_VARARGS,
      "begin(target, command) -> bool: create the session and its results folder."},
     {"start", py_start, METH_NOARGS, "start(): install the profile hook on every thread."},
-    {"finalize", py_finalize, METH_NOARGS, "finalize(): stop, write and print the results."},
+    {"finalize", (PyCFunction)(void (*)(void))py_finalize, METH_VARARGS | METH_KEYWORDS,
+     "finalize(capture=False): stop, write and print the results (capture: return what "
+     "would be printed)."},
     {"run_main", py_run_main, METH_VARARGS,
      "run_main(code, globals) or run_main(fn, arg): run the target as a __main__."},
     {"after_fork_child", py_after_fork_child, METH_NOARGS,
@@ -913,7 +985,7 @@ static PyMethodDef methods[] = {
      "set_internal_dir(path): code under path is strata's own."},
     {"get", py_get, METH_O, "get(name): a setting's value."},
     {"set", py_set, METH_VARARGS, "set(name, value): change a setting (ValueError if bad)."},
-    {"state", py_state, METH_NOARGS, "state() -> dict: live, running, outdir, backend."},
+    {"state", py_state, METH_NOARGS, "state() -> dict: live, running, finalized, outdir, backend."},
     {"_pyframes", py_pyframes, METH_NOARGS,
      "_pyframes() -> [(code, index)]: this thread's frames as the sampler walks them (tests)."},
     {"_pyframes_sigtest", py_pyframes_sigtest, METH_O,

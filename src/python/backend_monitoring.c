@@ -81,6 +81,7 @@ static struct {
     size_t nbefore;
     long line_bit;                 /* sys.monitoring.events.LINE (--lines) */
     PyObject *line_callback;
+    int started;                   /* a session started the events before */
 } mon = {.tool = -1, .lost_tool = -1};
 
 /* ------------------------------------------------------------------------- */
@@ -519,6 +520,10 @@ int st_pybackend_start(void)
         st_py.running = 0;
         goto fail;
     }
+    /* a later session: what the last one switched off (DISABLE) is judged anew */
+    if (mon.started && mon_call("restart_events", "()") < 0)
+        PyErr_Clear();
+    mon.started = 1;
     return 0;
 fail:
     release_tool();
@@ -597,6 +602,11 @@ void st_pybackend_report(FILE *err)
                 "strata held (it changed its callbacks or events); calls made after that may "
                 "be missing from the profile\n",
                 mon.lost_tool);
+}
+
+void st_pybackend_new_session(void)
+{
+    mon.lost_tool = -1;
 }
 
 /* New verdicts: the events (CALL with --trace-c) may change, and whatever was

@@ -659,6 +659,12 @@ static int set_threading_profile(PyObject *fn, PyObject *only_if)
     return 0;
 }
 
+void st_pybackend_new_session(void)
+{
+    hk.late = 0;
+    hk.threads_unfollowed = 0;
+}
+
 /* The hook judges every event afresh: nothing to do. */
 void st_pybackend_refresh(void) {}
 

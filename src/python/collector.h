@@ -62,6 +62,8 @@ void st_pybackend_refresh(void);
 /* Says on err, once, where the backend could not record (the program's own
  * profiler took its place); nothing when it could everywhere. */
 void st_pybackend_report(FILE *err);
+/* A new session begins: what the last one's report said is forgotten. */
+void st_pybackend_new_session(void);
 
 /* The collector's events, called by the backend with the GIL held. `tracing` is
  * st_py.tracing; a backend may pass it as a constant (backend_profile.c has one copy

@@ -398,6 +398,22 @@ void st_pyexit_finished(void)
         die_by(sig.signum);
 }
 
+void st_pyexit_new_session(void)
+{
+    if (sig.watching) {
+        atomic_store(&sig.quit, 1);
+        sem_post(&sig.wake);
+        pthread_join(sig.watcher, NULL); /* quick: it ends without the GIL */
+        sig.watching = 0;
+    }
+    if (sig.installed) {
+        sem_destroy(&sig.wake);
+        sem_destroy(&sig.got_gil);
+        sig.installed = 0;
+    }
+    atomic_store(&sig.writing, 0);
+}
+
 void st_pyexit_after_fork_child(void)
 {
     if (sig.installed && handler_is_ours()) {

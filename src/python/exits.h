@@ -66,6 +66,10 @@ void st_pyexit_writing(void);
  * and a SIGTERM that came while they were being written now ends the process. */
 void st_pyexit_finished(void);
 
+/* A new session begins after one that finished: the last one's watcher ends, so
+ * that st_pyexit_install catches SIGTERM anew. */
+void st_pyexit_new_session(void);
+
 /* In a forked child: SIGTERM back to its default action (the child writes
  * nothing). */
 void st_pyexit_after_fork_child(void);

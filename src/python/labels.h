@@ -40,15 +40,18 @@ cfunc_entry_t *st_pylabel_cmethod(const PyMethodDef *ml, PyObject *self);
 /* The code object's extra slot, read directly: CPython 3.11 to 3.15 keep them as
  * {Py_ssize_t size; void *extras[]} behind co_extra (the layout of
  * _PyCodeObjectExtra, unchanged since 3.6); this saves a call per event. */
-static inline codeinfo_t *cached_info(PyCodeObject *co)
+static inline codeinfo_t *stored_info(PyCodeObject *co)
 {
     Py_ssize_t *extra = co->co_extra;
-    if (extra && st_py.extra_index < extra[0]) {
-        codeinfo_t *ci = ((codeinfo_t **)(extra + 1))[st_py.extra_index];
-        if (ci && ci->gen == st_py.gen)
-            return ci;
-    }
-    return NULL;
+    return extra && st_py.extra_index < extra[0] ? ((codeinfo_t **)(extra + 1))[st_py.extra_index]
+                                                 : NULL;
+}
+
+/* The code's information if it is of the current generation. */
+static inline codeinfo_t *cached_info(PyCodeObject *co)
+{
+    codeinfo_t *ci = stored_info(co);
+    return ci && ci->gen == st_py.gen ? ci : NULL;
 }
 
 static inline codeinfo_t *code_info(PyCodeObject *co)

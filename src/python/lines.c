@@ -361,6 +361,43 @@ void st_pylines_contribute(st_model_t *m, double ns_per_tick)
         m->memtime = &lt.memtime;
 }
 
+static void free_tab(st_pyltab_t *tab)
+{
+    codeinfo_t *ci = stored_info((PyCodeObject *)tab->code);
+    if (ci && ci->ltab == tab)
+        ci->ltab = NULL;
+    Py_DECREF(tab->code);
+    free(tab->hits);
+    free(tab->ticks);
+    free(tab->occ);
+    free(tab->inc);
+    free(tab->mem);
+    free(tab);
+}
+
+void st_pylines_new_session(void)
+{
+    for (size_t i = 0; i < lt.n; i++)
+        free_tab(lt.tabs[i]);
+    free(lt.tabs);
+    for (size_t i = 0; i < lt.nfuncs; i++) {
+        st_model_lfunc_t *f = &lt.funcs[i];
+        free((void *)f->file);
+        free((void *)f->function);
+        free((void *)f->rows);
+        for (size_t k = 0; k < f->nsource; k++)
+            free((void *)f->source[k]);
+        free((void *)f->source);
+    }
+    free(lt.funcs);
+    free(lt.calls);
+    if (lt.have_memtime) {
+        free((void *)lt.memtime.t);
+        free((void *)lt.memtime.calls);
+    }
+    memset(&lt, 0, sizeof lt);
+}
+
 void st_pylines_report(FILE *err)
 {
     if (lt.too_many)

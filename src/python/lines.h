@@ -81,6 +81,9 @@ void st_pylines_mem_call(st_pylframe_t *f);
 void st_pylines_mem_line(st_pythread_t *ts, st_pylframe_t *f, int line);
 void st_pylines_mem_return(st_pythread_t *ts, st_pylframe_t *f);
 void st_pylines_report(FILE *err);
+/* A new session begins (the last one's results are written): the chosen functions'
+ * tables, and what the last model was given, go. */
+void st_pylines_new_session(void);
 
 /* A call of a chosen function (ci->lines) starts, or its generator resumes: it is
  * pushed. */

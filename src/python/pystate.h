@@ -1,8 +1,9 @@
 /* The CPython collector's process-wide state and what it keeps per code object.
  *
- * Design note. One process has one profiling session (st_py.session, whose
- * recorder every followed thread records into). Everything here runs with the GIL
- * held, which guards st_py. The collector is split by job:
+ * Design note. One process has one profiling session at a time (st_py.session,
+ * whose recorder every followed thread records into); once its results are written
+ * another may begin (IPython's %strata, one a cell: _strata.c's next_session resets
+ * each part). Everything here runs with the GIL held, which guards st_py. The collector is split by job:
  *   pystate.h   this state (the settings unpacked for the hot path, the session);
  *   labels.h    the verdict and label cache of code objects and C functions;
  *   threads.h   a thread's state object (scopes, @noprofile, its recorder thread);

@@ -105,13 +105,15 @@ static int thread_registered(unsigned long ident)
 typedef struct {
     PyObject_HEAD
     st_rec_thread_t *th;
+    uint64_t rec_id;         /* th's recorder: a later session's is another */
 } thread_end_t;
 
 static void thread_end_dealloc(PyObject *self)
 {
-    st_rec_thread_t *th = ((thread_end_t *)self)->th;
-    if (th && st_py.live && !st_py.finalized && !st_py.forked_child)
-        st_rec_thread_finish(th);
+    thread_end_t *o = (thread_end_t *)self;
+    if (o->th && st_py.live && !st_py.finalized && !st_py.forked_child &&
+        o->rec_id == st_py.session.rec.id)
+        st_rec_thread_finish(o->th);
     PyObject_Free(self);
 }
 
@@ -133,6 +135,7 @@ static void watch_thread_end(st_rec_thread_t *th)
         thread_end_t *o = PyObject_New(thread_end_t, &thread_end_type);
         if (o) {
             o->th = th;
+            o->rec_id = st_py.session.rec.id;
             PyDict_SetItemString(dict, "strata.thread_end", (PyObject *)o);
             Py_DECREF(o);
         }
@@ -180,26 +183,39 @@ st_rec_thread_t *st_pythread_rec_early(st_pythread_t *ts)
     return ts->th;
 }
 
-st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid)
+/* What a thread's state holds of one session: none of it. */
+static void session_reset(st_pythread_t *ts)
 {
-    st_pythread_t *ts = PyObject_New(st_pythread_t, &st_pythread_type);
-    if (!ts)
-        return NULL;
     ts->th = NULL;
-    ts->ident = ident;
-    ts->tid = tid;
     ts->scope_depth = 0;
     ts->scope_root = NULL;
     ts->suppress = NULL;
     ts->scope_nest = ts->suppress_nest = 0;
     ts->unnamed = 0;
-    ts->lstack = NULL;
-    ts->ldepth = ts->lcap = 0;
+    ts->ldepth = 0;
     ts->mprev = 0;
     ts->skipped_events = 0;
-    ts->chained = NULL;
     ts->swallow = NULL;
     update_blocked(ts);
+}
+
+void st_pythread_new_session(void)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st_py.threads); i++)
+        session_reset((st_pythread_t *)PyList_GET_ITEM(st_py.threads, i));
+}
+
+st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid)
+{
+    st_pythread_t *ts = PyObject_New(st_pythread_t, &st_pythread_type);
+    if (!ts)
+        return NULL;
+    ts->ident = ident;
+    ts->tid = tid;
+    ts->lstack = NULL;
+    ts->lcap = 0;
+    ts->chained = NULL;
+    session_reset(ts);
     if (PyList_Append(st_py.threads, (PyObject *)ts) < 0) {
         Py_DECREF(ts);
         return NULL;

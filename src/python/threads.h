@@ -53,6 +53,10 @@ st_rec_thread_t *st_pythread_rec(st_pythread_t *ts);
  * thread yet. NULL when out of memory. */
 st_rec_thread_t *st_pythread_rec_early(st_pythread_t *ts);
 st_pythread_t *st_pythread_new(unsigned long ident, uint64_t tid);
+/* A new session begins (the last one's results are written): every thread's state
+ * forgets its recorder state, scopes and running calls; the objects stay, as the
+ * backends' thread-local pointers to them do. */
+void st_pythread_new_session(void);
 /* The name threading gives thread `ident` into buf (returns 1; a thread that ended
  * while the program still holds its Thread object included), or a made-up one,
  * "Thread-<ident>" (returns 0: threading does not know it, or not yet). */

@@ -296,7 +296,7 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
             i++;
             break;
         }
-        if (strcmp(w, "-m") == 0 && !(opts & (ST_ARGS_EXE | ST_ARGS_RUN)))
+        if (strcmp(w, "-m") == 0 && !(opts & (ST_ARGS_EXE | ST_ARGS_RUN | ST_ARGS_STATEMENT)))
             break;
         if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0) {
             print_help(out, opts);
@@ -362,7 +362,8 @@ static int scan(st_args_t *args, int argc, char **argv, unsigned opts, char *int
         if (rc < 0)
             return st_msg_set(msg, ST_ENOMEM, "out of memory");
     }
-    if (i < argc && strcmp(argv[i], "-m") == 0 && !(opts & (ST_ARGS_EXE | ST_ARGS_RUN))) {
+    if (i < argc && strcmp(argv[i], "-m") == 0 &&
+        !(opts & (ST_ARGS_EXE | ST_ARGS_RUN | ST_ARGS_STATEMENT))) {
         if (i + 1 >= argc)
             return st_msg_set(msg, ST_EUSAGE, "option '-m' needs a module name");
         args->is_module = 1;
@@ -506,14 +507,14 @@ int st_args_parse_python(st_args_t *args, int argc, char **argv, char *const *en
                         opts & ST_ARGS_RUN ? "run" : "sample");
         goto fail;
     }
-    if (!args->target) {
+    if (!args->target && !(opts & ST_ARGS_STATEMENT)) {
         rc = st_msg_set(msg, ST_EUSAGE,
                         "no script to profile (usage: strata python [options] -- script.py "
                         "[args]; options such as -E take every word after them, so put -- "
                         "before the script)");
         goto fail;
     }
-    if (!args->is_module && !(opts & (ST_ARGS_EXE | ST_ARGS_RUN))) {
+    if (!args->is_module && !(opts & (ST_ARGS_EXE | ST_ARGS_RUN | ST_ARGS_STATEMENT))) {
         struct stat st;
         if (stat(args->target, &st) != 0) {
             rc = st_msg_set(msg, ST_EINVAL, "cannot open script '%s': %s", args->target,

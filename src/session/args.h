@@ -55,6 +55,11 @@ typedef struct {
  * sampling). */
 #define ST_ARGS_RUN 4u
 
+/* The words of IPython's %strata and %%strata: [options] [--] [statement]. The
+ * target is the first word of a Python statement (not looked for), or none (a
+ * cell's options alone); -m is no option there. */
+#define ST_ARGS_STATEMENT 8u
+
 /* Parses argv[0..argc) (the words after `strata python`, or `strata sample` with
  * ST_ARGS_EXE). envp gives the environment; opts is 0, ST_ARGS_INTERPRETER or
  * ST_ARGS_EXE. Returns 0; ST_EHELP after
