@@ -226,24 +226,32 @@ static int name_thread(st_sthread_t *t)
 
 /* Arms the timer of every Python thread not armed yet, and disarms those whose
  * thread state is gone. A thread's `flags` say whether threading named it. */
+static void scan_thread(PyThreadState *ts)
+{
+    if (ts == sp.maint_ts || ts->native_thread_id == 0)
+        return;
+    st_sthread_t *t = find_thread(ts);
+    if (!t || t->tid != (uint64_t)ts->native_thread_id)
+        t = add_thread(ts);
+    if (!t)
+        return;
+    t->seen = sp.scan;
+    ((pythread_t *)t->ctx)->ident = ts->thread_id;
+    if (!t->flags && t->th)
+        t->flags = name_thread(t);
+}
+
 static void scan_threads(void)
 {
     sp.scan++;
-    PyInterpreterState *interp = PyInterpreterState_Get();
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts;
-         ts = PyThreadState_Next(ts)) {
-        if (ts == sp.maint_ts || ts->native_thread_id == 0)
-            continue;
-        st_sthread_t *t = find_thread(ts);
-        if (!t || t->tid != (uint64_t)ts->native_thread_id)
-            t = add_thread(ts);
-        if (!t)
-            continue;
-        t->seen = sp.scan;
-        ((pythread_t *)t->ctx)->ident = ts->thread_id;
-        if (!t->flags && t->th)
-            t->flags = name_thread(t);
-    }
+    /* the calling thread first: at the start, the one that starts sampling is the
+     * first sampled (|0>>>), whatever threads the process had before (a kernel's) */
+    PyThreadState *me = PyThreadState_Get();
+    scan_thread(me);
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts;
+         ts = PyThreadState_Next(ts))
+        if (ts != me)
+            scan_thread(ts);
     /* threads that ended: their timers go (the states stay for the handler); one
      * that ended before threading knew it when it was scanned is named now */
     uint32_t n = atomic_load(&stacks.nthreads);
