@@ -150,9 +150,15 @@ static void *watch(void *arg)
         pthread_detach(dog);
     PyGILState_STATE g = PyGILState_Ensure();
     sem_post(&sig.got_gil);
-    if (st_py.live && !st_py.finalized && !st_py.forked_child)
+    if (st_py.live && !st_py.finalized && !st_py.forked_child) {
         st_py_finalize(0);
-    (void)g;
+    } else if (atomic_load(&sig.writing)) {
+        /* the results are being written (os._exit's, or at exit), and the thread
+         * that writes them let the GIL go on the way: it ends the process once they
+         * are written (st_pyexit_finished) */
+        PyGILState_Release(g);
+        return NULL;
+    }
     die_by(sig.signum); /* never returns; the GIL goes with the process */
     return NULL;
 }
