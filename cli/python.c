@@ -145,6 +145,8 @@ int st_python_main(int argc, char **argv)
     for (int i = 0; i < args.nstrata_words; i++)
         cmd[n++] = args.strata_words[i];
     st_args_free(&args);
+    /* a strata python run by a followed child is a run of its own (strata._child) */
+    unsetenv("_STRATA_CHILD_OF");
     execvp(python, cmd);
     fprintf(stderr, "strata: error: cannot run the Python interpreter '%s': %s (set "
                     "PYTHON_EXECUTABLE)\n",

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, SANITIZED, STRATA as STRATA_BIN, TITLES, Runner, count_nodes, find_results, load_profile, read_table
+from conftest import PYTHON, SANITIZED, STRATA as STRATA_BIN, TIMEOUT, TITLES, Runner, count_nodes, find_results, load_profile, read_table
 
 QUIET = {"STRATA_PRINT_TABLES": "OFF", "STRATA_COMPONENTS": "trip_count"}
 
@@ -365,8 +365,10 @@ def test_writing_results_costs_little_memory(runner):
 
 
 def test_fork_profile_is_the_parents(runner):
-    """A forked child that exits normally writes nothing: the profile has the parent's
-    pid (the child's would replace it, since the child ends last)."""
+    """A forked child that exits normally writes its own results, in a folder of its
+    own (STRATA_FOLLOW_CHILDREN), never over its parent's: profile.json has the
+    parent's pid and calls (the child ends last); with following off the child
+    writes nothing."""
     runner.write("forker.py", """
         import os
         import sys
@@ -386,11 +388,25 @@ def test_fork_profile_is_the_parents(runner):
             child_only()
             sys.exit(0)
     """)
-    res = runner.strata("--", "forker.py", env=QUIET)
-    assert res.returncode == 0, res.describe()
-    results = find_results(runner.dir)
-    data = load_profile(results)
-    assert data["metadata"]["pid"] == int((runner.dir / "parent.pid").read_text())
-    assert "child_only" not in [n["label"] for t in data["threads"] for n in t["nodes"]]
-    leftovers = [p for p in os.listdir(results) if p not in ("profile.json", "trip_count.txt")]
-    assert not leftovers, leftovers
+    for follow in ("ON", "OFF"):
+        res = runner.strata("-o", follow, "--follow-children", follow, "--", "forker.py",
+                            env=QUIET)
+        assert res.returncode == 0, res.describe()
+        results = runner.dir / follow
+        data = load_profile(results)
+        assert data["metadata"]["pid"] == int((runner.dir / "parent.pid").read_text())
+        assert "child_only" not in [n["label"] for t in data["threads"] for n in t["nodes"]]
+        leftovers = sorted(p for p in os.listdir(results)
+                           if p not in ("profile.json", "trip_count.txt"))
+        if follow == "OFF":
+            assert not leftovers, leftovers
+            continue
+        assert len(leftovers) == 2 and leftovers[1] == "processes.jsonl", leftovers
+        # the child writes once its parent has ended (and strata with it)
+        deadline = time.monotonic() + TIMEOUT
+        while not (results / leftovers[0] / "profile.json").exists():
+            assert time.monotonic() < deadline, os.listdir(results / leftovers[0])
+            time.sleep(0.01)
+        child = load_profile(results / leftovers[0])
+        assert leftovers[0] == f"process-{child['metadata']['pid']}"
+        assert "child_only" in [n["label"] for t in child["threads"] for n in t["nodes"]]

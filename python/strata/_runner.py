@@ -145,6 +145,7 @@ def main(argv):
         _strata.begin(name, ["strata", "python"] + list(argv))
     except _strata.Error as e:
         return _error(e)
+    _strata.follow_children()  # STRATA_FOLLOW_CHILDREN: the children's settings and folder
 
     # Registered first, so it runs last: after threading's shutdown (non-daemon
     # threads have finished) and after the program's own atexit handlers.

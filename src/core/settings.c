@@ -229,6 +229,15 @@ static const st_setting_def_t defs[ST_NSETTINGS] = {
                             "The libcupti.so to load (empty: the library path, the CUDA toolkit "
                             "under /usr/local/cuda*, the nvidia-cuda-cupti wheel)",
                             NULL, NOFLAG, NO_RANGE},
+    [ST_S_FOLLOW_CHILDREN] = {"follow_children", "STRATA_FOLLOW_CHILDREN", ST_TYPE_BOOL, "ON",
+                              "python",
+                              "Profile the program's child processes that run Python (forked, "
+                              "multiprocessing's workers, subprocesses of the same "
+                              "interpreter) with the same settings, each into a folder "
+                              "process-<pid> of the results folder",
+                              NULL, LFLAG("--follow-children", ST_ARG_OPT_BOOL, "BOOL", 25,
+                                          "Profile child Python processes too (default ON)"),
+                              INT_RANGE(0, 1)},
 };
 
 const st_setting_def_t *st_setting_def(st_setting_id_t id) { return &defs[id]; }

@@ -62,6 +62,7 @@ typedef enum {
     ST_S_CPU_CLOCK_INTERVAL,
     ST_S_USE_CUPTI,
     ST_S_CUPTI_LIBRARY,
+    ST_S_FOLLOW_CHILDREN,
     ST_NSETTINGS
 } st_setting_id_t;
 

@@ -5,8 +5,10 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -252,9 +254,53 @@ static int next_session(void)
     return 0;
 }
 
-/* begin(target_name, command): creates the session and its results folder. */
 static void mpi_hook(void);
 
+/* Creates the session and its results folder for `target`, run as argv (GIL held).
+ * 0, or < 0 with msg filled. */
+static int begin_session(const char *target, int argc, char *const *argv, st_msg_t *msg)
+{
+    int rc = st_session_begin(&st_py.session, &st_py.settings, target, argc, argv, msg);
+    if (rc < 0)
+        return rc;
+    mpi_hook();
+    snprintf(python_version, sizeof python_version, "%s", Py_GetVersion());
+    char *sp = strchr(python_version, ' ');
+    if (sp)
+        *sp = '\0';
+    st_pyexit_keep_terminal();
+    st_py.live = 1;
+    if (st_py.verbose >= 1)
+        fprintf(stderr, "[strata] profiling into %s (clock: %s)\n", st_py.session.outdir,
+                st_clock_name());
+    return 0;
+}
+
+/* The words of a list of str as C strings (bytes that are not UTF-8 as \xNN), held
+ * by *hold (a new list); NULL with an exception. */
+static char **command_words(PyObject *command, PyObject **hold)
+{
+    Py_ssize_t n = PyList_GET_SIZE(command);
+    PyObject *words = PyList_New(n);
+    char **argv = calloc((size_t)n + 1, sizeof *argv);
+    if (!argv || !words) {
+        free(argv);
+        Py_XDECREF(words);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *w = PyList_GET_ITEM(command, i), *keep = NULL;
+        const char *text = PyUnicode_Check(w) ? st_pytext_utf8(w, &keep) : NULL;
+        argv[i] = (char *)(text ? text : "?");
+        PyList_SET_ITEM(words, i, keep ? keep : Py_NewRef(Py_None));
+    }
+    PyErr_Clear();
+    *hold = words;
+    return argv;
+}
+
+/* begin(target_name, command): creates the session and its results folder. */
 static PyObject *py_begin(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -267,49 +313,24 @@ static PyObject *py_begin(PyObject *self, PyObject *args)
         Py_DECREF(target_bytes);
         Py_RETURN_FALSE;
     }
-    if (ensure_settings() < 0) {
+    if (ensure_settings() < 0 || (st_py.live && next_session() < 0)) {
         Py_DECREF(target_bytes);
         return NULL;
     }
-    if (st_py.live && next_session() < 0) {
+    PyObject *words;
+    char **argv = command_words(command, &words);
+    if (!argv) {
         Py_DECREF(target_bytes);
         return NULL;
     }
-    /* The command as text (profile.json): bytes that are not UTF-8 as \xNN. */
-    Py_ssize_t n = PyList_GET_SIZE(command);
-    PyObject *words = PyList_New(n);
-    char **argv = calloc((size_t)n + 1, sizeof *argv);
-    if (!argv || !words) {
-        free(argv);
-        Py_XDECREF(words);
-        Py_DECREF(target_bytes);
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *w = PyList_GET_ITEM(command, i), *hold = NULL;
-        const char *text = PyUnicode_Check(w) ? st_pytext_utf8(w, &hold) : NULL;
-        argv[i] = (char *)(text ? text : "?");
-        PyList_SET_ITEM(words, i, hold ? hold : Py_NewRef(Py_None));
-    }
-    PyErr_Clear();
     st_msg_t msg;
-    int rc = st_session_begin(&st_py.session, &st_py.settings, PyBytes_AS_STRING(target_bytes),
-                              (int)n, argv, &msg);
+    int rc = begin_session(PyBytes_AS_STRING(target_bytes), (int)PyList_GET_SIZE(command), argv,
+                           &msg);
     free(argv);
     Py_DECREF(words);
     Py_DECREF(target_bytes);
     if (rc < 0)
         return raise_msg(&msg);
-    mpi_hook();
-    snprintf(python_version, sizeof python_version, "%s", Py_GetVersion());
-    char *sp = strchr(python_version, ' ');
-    if (sp)
-        *sp = '\0';
-    st_pyexit_keep_terminal();
-    st_py.live = 1;
-    if (st_py.verbose >= 1)
-        fprintf(stderr, "[strata] profiling into %s (clock: %s)\n", st_py.session.outdir,
-                st_clock_name());
     Py_RETURN_TRUE;
 }
 
@@ -337,15 +358,10 @@ static void add_memory_metrics(int sampled, int walk_stacks)
     st_pymem_sample(sampled, walk_stacks);
 }
 
-static PyObject *py_start(PyObject *self, PyObject *unused)
+/* Starts the session begun: its collectors, and what catches the ways the program
+ * may end. 0, or < 0 with msg filled or a Python exception set. */
+static int start_session(st_msg_t *msg)
 {
-    (void)self;
-    (void)unused;
-    if (!st_py.live) {
-        PyErr_SetString(st_py.error, "no session: call begin() first");
-        return NULL;
-    }
-    st_msg_t msg;
     /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
     st_py.session.helper_threads = st_pyexit_install();
     /* the stack sampler's thread: not one of the program's */
@@ -359,7 +375,7 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     st_settings_t *set = &st_py.settings;
     if ((st_settings_bool(set, ST_S_USE_SAMPLING) || st_py.memory == ST_PYMEM_SAMPLE) &&
         set->v[ST_S_PROFILE].source == ST_SRC_DEFAULT)
-        st_settings_set(set, ST_S_PROFILE, "OFF", ST_SRC_DEFAULT, &msg);
+        st_settings_set(set, ST_S_PROFILE, "OFF", ST_SRC_DEFAULT, msg);
     /* allocation sites and holdings (--memory heap or sample): what each call path
      * allocates, and what it holds at the peak and at the end; metrics registered
      * before any thread records. Without the profile, sampled allocations carry
@@ -373,16 +389,218 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
     if (rc == 0)
         rc = st_session_add_collector(&st_py.session, &python_collector);
     if (rc == 0)
-        rc = st_session_start(&st_py.session, &msg);
+        rc = st_session_start(&st_py.session, msg);
     else
-        st_msg_set(&msg, rc, "too many collectors");
+        st_msg_set(msg, rc, "too many collectors");
     if (rc < 0) {
         /* Nothing ran: no results are written (the session removed the folder). */
         st_py.finalized = 1;
         st_pyexit_finished();
-        return PyErr_Occurred() ? NULL : raise_msg(&msg);
     }
+    return rc;
+}
+
+static PyObject *py_start(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (!st_py.live) {
+        PyErr_SetString(st_py.error, "no session: call begin() first");
+        return NULL;
+    }
+    st_msg_t msg;
+    if (start_session(&msg) < 0)
+        return PyErr_Occurred() ? NULL : raise_msg(&msg);
     Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Child processes (STRATA_FOLLOW_CHILDREN)                                   */
+
+/* What a child's interpreter finds in its environment: "<its parent's pid>:<the
+ * STRATA_* variables strata put there, comma-separated>:<the top results folder>"
+ * (strata-children.pth then starts strata._child, which hides them from the child's
+ * os.environ). */
+#define CHILD_VAR "_STRATA_CHILD_OF"
+/* The processes' record in the top folder: a JSON object a line, appended by each
+ * child as it begins (one write: lines of processes never interleave). */
+#define PROCESSES_FILE "processes.jsonl"
+
+/* A followed child's settings: its parent's (the flags' come through the
+ * environment, see export_to_children), into <top>/process-<pid>, the tables not
+ * printed (the folder has them). 0, or < 0 with msg filled. */
+static int child_settings(st_msg_t *msg)
+{
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/process-%ld", st_py.top_dir, (long)getpid());
+    int rc = st_settings_set(&st_py.settings, ST_S_OUTPUT_PATH, dir, ST_SRC_API, msg);
+    if (rc == 0)
+        rc = st_settings_set(&st_py.settings, ST_S_PRINT_TABLES, "OFF", ST_SRC_API, msg);
+    return rc == 0 ? apply_settings(msg) : rc;
+}
+
+/* Appends this process to the top folder's record (a failure only loses the line). */
+static void record_process(int argc, char *const *argv)
+{
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_strbuf_printf(&b, "{\"pid\": %ld, \"parent\": %ld, \"folder\": \"process-%ld\", "
+                         "\"command\": [",
+                     (long)getpid(), st_py.parent_pid, (long)getpid());
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            st_strbuf_puts(&b, ", ");
+        st_strbuf_json_string(&b, argv[i]);
+    }
+    st_strbuf_puts(&b, "]}\n");
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" PROCESSES_FILE, st_py.top_dir);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        ssize_t w = write(fd, st_strbuf_cstr(&b), b.len);
+        (void)w;
+        close(fd);
+    }
+    st_strbuf_free(&b);
+}
+
+/* The settings this run took from strata python's flags go into the process's
+ * environment as STRATA_* variables (those of the environment and the config file
+ * reach a child as they reached this process), with CHILD_VAR. The C environment:
+ * child processes inherit it, os.environ does not show it to the program. */
+static void export_to_children(void)
+{
+    st_strbuf_t b, names;
+    st_strbuf_init(&b);
+    st_strbuf_init(&names);
+    for (int id = 0; id < ST_NSETTINGS; id++) {
+        if (st_py.settings.v[id].source != ST_SRC_FLAG || id == ST_S_OUTPUT_PATH ||
+            id == ST_S_CONFIG_FILE || id == ST_S_SETUP)
+            continue;
+        const char *env = st_setting_def((st_setting_id_t)id)->env;
+        st_strbuf_reset(&b);
+        st_settings_format(&st_py.settings, (st_setting_id_t)id, &b);
+        if (setenv(env, st_strbuf_cstr(&b), 1) == 0)
+            st_strbuf_printf(&names, "%s%s", names.len ? "," : "", env);
+    }
+    st_strbuf_reset(&b);
+    st_strbuf_printf(&b, "%ld:%s:%s", (long)getpid(), st_strbuf_cstr(&names), st_py.top_dir);
+    setenv(CHILD_VAR, st_strbuf_cstr(&b), 1);
+    st_strbuf_free(&names);
+    st_strbuf_free(&b);
+}
+
+/* follow_children() -> bool: this run's child processes are followed (when
+ * STRATA_FOLLOW_CHILDREN is on): called by strata python's runner once the session
+ * has begun, and by a followed child's start (strata._child). */
+static PyObject *py_follow_children(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (!st_py.live || st_py.finalized || !st_settings_bool(&st_py.settings, ST_S_FOLLOW_CHILDREN))
+        Py_RETURN_FALSE;
+    if (!st_py.top_dir[0])
+        snprintf(st_py.top_dir, sizeof st_py.top_dir, "%s", st_py.session.outdir);
+    st_py.follow = 1;
+    export_to_children();
+    Py_RETURN_TRUE;
+}
+
+/* begin_child(parent_pid, top_folder, command) -> bool: a child process's
+ * interpreter, started by a followed run, begins its session (strata._child). */
+static PyObject *py_begin_child(PyObject *self, PyObject *args)
+{
+    (void)self;
+    long parent;
+    const char *top;
+    PyObject *command;
+    if (!PyArg_ParseTuple(args, "lsO!", &parent, &top, &PyList_Type, &command))
+        return NULL;
+    if (st_py.live)
+        Py_RETURN_FALSE;
+    if (ensure_settings() < 0)
+        return NULL;
+    st_py.parent_pid = parent;
+    snprintf(st_py.top_dir, sizeof st_py.top_dir, "%s", top);
+    st_msg_t msg;
+    PyObject *words;
+    char **argv = command_words(command, &words);
+    if (!argv)
+        return NULL;
+    int argc = (int)PyList_GET_SIZE(command);
+    int rc = child_settings(&msg);
+    if (rc == 0)
+        rc = begin_session("child", argc, argv, &msg);
+    if (rc == 0)
+        record_process(argc, argv);
+    free(argv);
+    Py_DECREF(words);
+    if (rc < 0)
+        return raise_msg(&msg);
+    Py_RETURN_TRUE;
+}
+
+/* In a forked child of a followed run (os.register_at_fork's after_in_child, the
+ * GIL held, no other thread): the parent's session is left as the fork copied it
+ * (its threads are not here; its memory is never touched again, so never copied)
+ * and the child gets its own, with the parent's settings but memory profiling and
+ * the GPU, which are the parent's, into <top>/process-<pid>. 0, or -1 with the
+ * child's run left unprofiled. */
+static int fork_session(void)
+{
+    int argc = (int)st_py.session.ncommand;
+    char **argv = st_py.session.command; /* the parent's copy, still there */
+    st_pybackend_stop();
+    st_pysampler_after_fork_child();
+    st_pyexit_after_fork_child();
+    st_pylines_new_session();
+    st_pythread_new_session();
+    st_pybackend_new_session();
+    memset(&st_py.session, 0, sizeof st_py.session);
+    memset(&holdings, 0, sizeof holdings);
+    st_py.live = st_py.finalized = st_py.tracing = 0;
+    st_py.parent_pid = (long)getppid();
+    st_msg_t msg;
+    int rc = st_settings_set(&st_py.settings, ST_S_MEMORY, "off", ST_SRC_API, &msg);
+    if (rc == 0)
+        rc = st_settings_set(&st_py.settings, ST_S_USE_CUPTI, "OFF", ST_SRC_API, &msg);
+    if (rc == 0)
+        rc = child_settings(&msg);
+    if (rc == 0)
+        rc = begin_session("child", argc, argv, &msg);
+    if (rc == 0) {
+        record_process(argc, argv);
+        rc = start_session(&msg);
+    }
+    if (rc < 0) {
+        PyErr_Clear();
+        fprintf(stderr, "strata: warning: the forked child %ld is not profiled: %s\n",
+                (long)getpid(), msg.text);
+        return -1;
+    }
+    export_to_children();
+    return 0;
+}
+
+/* The parent's note on its children at the end (the top folder's record read). */
+static void note_children(FILE *f)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" PROCESSES_FILE, st_py.top_dir);
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return;
+    char line[256];
+    long pid, parent, me = (long)getpid();
+    unsigned n = 0;
+    while (fgets(line, sizeof line, in))
+        if (sscanf(line, "{\"pid\": %ld, \"parent\": %ld", &pid, &parent) == 2 && parent == me)
+            n++;
+    fclose(in);
+    if (n)
+        fprintf(f, "[strata] %u child process%s profiled, each into %s/process-<pid> (their "
+                   "command lines in %s; strata merge %s/process-* sums them)\n",
+                n, n == 1 ? "" : "es", st_py.top_dir, PROCESSES_FILE, st_py.top_dir);
 }
 
 /* st_py_finalize, with the tables and notes written to `to` when it is not NULL
@@ -414,13 +632,21 @@ static void finalize_to(int flush_streams, FILE *to)
         PyErr_Restore(et, ev, tb);
     }
     /* The terminal strata kept, not whatever the program made fd 2 since; warnings
-     * about lost data go there whether or not the tables are printed. */
-    FILE *notes = to ? to : st_pyexit_terminal();
+     * about lost data go there whether or not the tables are printed. A followed
+     * child's stderr is its parent's to read: its notes go into its folder. */
+    char child_notes[PATH_MAX + 16] = "";
+    if (!to && st_py.parent_pid) {
+        snprintf(child_notes, sizeof child_notes, "%s/notes.txt", st_py.session.outdir);
+        to = fopen(child_notes, "w");
+    }
+    FILE *notes = to ? to : st_py.parent_pid ? NULL : st_pyexit_terminal();
     FILE *tables = st_settings_bool(&st_py.settings, ST_S_PRINT_TABLES) ? notes : NULL;
     st_msg_t msg;
     /* the session keeps the settings as they ended (the program may change them) */
     st_session_finish(&st_py.session, &st_py.settings, tables, notes, &msg);
     if (notes) {
+        if (tables && st_py.follow && st_py.parent_pid == 0)
+            note_children(tables);
         st_pybackend_report(notes);
         st_pylines_report(notes);
         st_pymem_report(notes);
@@ -432,6 +658,12 @@ static void finalize_to(int flush_streams, FILE *to)
                     (double)holdings.exit_bytes / 1048576.0,
                     holdings.lost ? " (some samples lost: no memory)" : "");
         fflush(notes);
+    }
+    if (*child_notes && to) {
+        int empty = ftell(to) == 0;
+        fclose(to);
+        if (empty)
+            unlink(child_notes);
     }
     st_pyexit_finished();
 }
@@ -550,6 +782,8 @@ static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     if (st_py.live && !st_py.forked_child) {
+        if (st_py.follow && !st_py.finalized && fork_session() == 0)
+            Py_RETURN_NONE;
         st_py.forked_child = 1;
         st_pybackend_stop();
         st_pyexit_after_fork_child();
@@ -985,6 +1219,10 @@ static PyMethodDef methods[] = {
      "set_internal_dir(path): code under path is strata's own."},
     {"get", py_get, METH_O, "get(name): a setting's value."},
     {"set", py_set, METH_VARARGS, "set(name, value): change a setting (ValueError if bad)."},
+    {"follow_children", py_follow_children, METH_NOARGS,
+     "follow_children() -> bool: follow this run's child processes (STRATA_FOLLOW_CHILDREN)."},
+    {"begin_child", py_begin_child, METH_VARARGS,
+     "begin_child(parent_pid, top_folder, command) -> bool: a followed child's session."},
     {"state", py_state, METH_NOARGS, "state() -> dict: live, running, finalized, outdir, backend."},
     {"_pyframes", py_pyframes, METH_NOARGS,
      "_pyframes() -> [(code, index)]: this thread's frames as the sampler walks them (tests)."},

@@ -613,6 +613,25 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     free_threads();
 }
 
+void st_pysampler_after_fork_child(void)
+{
+    if (!sp.on)
+        return;
+    sp.on = 0;
+    st_stacks_stop(&stacks); /* the handler goes; the parent's timers are not here */
+#if PY_VERSION_HEX >= 0x030C0000
+    if (sp.watcher >= 0)
+        PyCode_ClearWatcher(sp.watcher);
+    sp.watcher = -1;
+#endif
+    clear_codes();
+    st_addrtab_free(&sp.lines);
+    if (sp.native)
+        st_nstack_end(&nstack);
+    atomic_store(&sp.native_cut, 0);
+    free_threads();
+}
+
 const st_collector_t st_pysampler_collector = {
     .name = "stack sampler",
     .start = sampler_start,

@@ -45,5 +45,9 @@ extern const st_collector_t st_pysampler_collector;
  * meanwhile; the child is not sampled (a fork keeps no timer). */
 void st_pysampler_before_fork(void);
 void st_pysampler_after_fork_parent(void);
+/* In a forked child that gets a session of its own: the parent's sampling state
+ * (its threads, the code objects it held) is dropped, without its results, so that
+ * the child's session samples anew. GIL held. */
+void st_pysampler_after_fork_child(void);
 
 #endif

@@ -1,0 +1,185 @@
+"""Child processes (issue 15): with STRATA_FOLLOW_CHILDREN (`--follow-children`, on by
+default) every child process of a `strata python` run that runs Python (forked and
+going on, multiprocessing's workers by fork, spawn and forkserver, subprocesses of the
+same interpreter) profiles itself with the run's settings into process-<pid> of the
+results folder, listed in processes.jsonl; the program behaves as without strata
+(output, exit status, environment), children print nothing of strata's."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TIMEOUT, Runner, load_profile
+
+POOL = """
+    import multiprocessing as mp
+    import sys
+
+    def work(x):
+        return sum(i * i for i in range(x * 200))
+
+    def main():
+        with mp.get_context(sys.argv[1]).Pool(4) as pool:
+            print(sum(pool.map(work, range(20))))
+
+    if __name__ == "__main__":
+        main()
+"""
+
+FAMILY = """
+    import os
+    import subprocess
+    import sys
+
+    def leaf():
+        return sum(range(1000))
+
+    def forked():
+        leaf()
+        os._exit(3)
+
+    print("strata in my environment:",
+          sorted(k for k in os.environ if "STRATA" in k and not k.startswith("STRATA_TEST")))
+    out = subprocess.run([sys.executable, "kid.py"], capture_output=True, text=True)
+    print("kid said:", out.stdout.strip(), "| stderr:", repr(out.stderr))
+    pid = os.fork()
+    if pid == 0:
+        forked()
+    print("forked child's status:", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+KID = """
+    import os
+
+    def kid_work():
+        return sum(range(500))
+
+    kid_work()
+    print(sorted(k for k in os.environ if "STRATA" in k and not k.startswith("STRATA_TEST")))
+"""
+
+
+def labels(profile) -> dict:
+    """Calls of each label over the profile's threads."""
+    out = {}
+    for t in profile["threads"]:
+        for n in t["nodes"]:
+            out[n["label"]] = out.get(n["label"], 0) + n["count"]
+    return out
+
+
+def children(results: Path) -> dict:
+    """{pid: (record, profile)} of every child folder, once each has its results
+    (a child may end after its parent: multiprocessing's resource tracker)."""
+    records = [json.loads(line) for line in (results / "processes.jsonl").read_text().splitlines()]
+    out = {}
+    deadline = time.monotonic() + TIMEOUT
+    for rec in records:
+        folder = results / rec["folder"]
+        while not (folder / "profile.json").exists():
+            assert time.monotonic() < deadline, (rec, sorted(os.listdir(folder)))
+            time.sleep(0.02)
+        out[rec["pid"]] = (rec, load_profile(folder))
+    folders = sorted(p.name for p in results.glob("process-*"))
+    assert folders == sorted(f"process-{pid}" for pid in out), folders
+    return out
+
+
+def check_tree(results: Path, kids: dict):
+    """Every child descends from the run's process, and its profile is its own."""
+    top = load_profile(results)["metadata"]["pid"]
+    for pid, (rec, profile) in kids.items():
+        assert profile["metadata"]["pid"] == pid
+        parent = rec["parent"]
+        while parent != top:
+            assert parent in kids, (rec, sorted(kids))
+            parent = kids[parent][0]["parent"]
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_pool_workers_are_profiled(runner: Runner, method):
+    """A multiprocessing.Pool(4)'s workers: `work` is called exactly once a task over
+    all of them (20 tasks), whatever the start method; the program's output is
+    plain python's."""
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method} start method here")
+    runner.write("pool.py", POOL)
+    plain = runner.plain("pool.py", method)
+    res = runner.strata("-o", "out", "pool.py", method)
+    assert res.returncode == plain.returncode == 0, res.describe()
+    assert res.stdout == plain.stdout
+    results = runner.dir / "out"
+    kids = children(results)
+    check_tree(results, kids)
+    calls = sum(labels(p).get("work", 0) for _, p in kids.values())
+    assert calls == 20, {pid: labels(p).get("work") for pid, (_, p) in kids.items()}
+    assert "work" not in labels(load_profile(results))  # the parent only hands them out
+    # the children printed nothing of strata's (their stderr is their parent's to read)
+    assert "child process" in res.stderr and res.stderr.count("[strata] results in") == 1
+
+
+def test_forked_and_spawned_children(runner: Runner):
+    """A subprocess of the same interpreter and a forked child that ends by os._exit
+    are profiled; exit statuses, outputs and the environment the programs see are
+    as without strata, and the parent's command line and the child's are recorded."""
+    runner.write("family.py", FAMILY)
+    runner.write("kid.py", KID)
+    plain = runner.plain("family.py")
+    res = runner.strata("-o", "out", "--components", "trip_count", "family.py")
+    assert res.returncode == plain.returncode == 0, res.describe()
+    assert res.stdout == plain.stdout, res.describe()
+    assert "forked child's status: 3" in res.stdout and "strata in my environment: []" in res.stdout
+    results = runner.dir / "out"
+    kids = children(results)
+    check_tree(results, kids)
+    by_name = {}
+    for rec, profile in kids.values():
+        by_name[Path(rec["command"][-1]).name if "kid.py" in rec["command"][-1] else "fork"] = (
+            rec, profile)
+    assert set(by_name) == {"kid.py", "fork"}, [r["command"] for r, _ in kids.values()]
+    kid_rec, kid = by_name["kid.py"]
+    assert labels(kid)["kid_work"] == 1  # beside what the interpreter's start imports
+    assert kid_rec["command"][1:] == ["kid.py"]
+    fork_rec, forked = by_name["fork"]
+    # the child's calls are those made after the fork (beside forked and leaf, the
+    # interpreter's own after-fork hooks); the parent's profile has none of them
+    assert labels(forked)["forked"] == labels(forked)["leaf"] == 1, labels(forked)
+    assert "forked" not in labels(load_profile(results))
+    assert fork_rec["command"] == ["strata", "python", "-o", "out", "--components", "trip_count",
+                                   "family.py"]
+    # the flags reach the children: trip_count alone, as the parent
+    for _, profile in kids.values():
+        assert [c["name"] for c in profile["components"]] == ["trip_count"]
+
+
+def test_follow_children_off(runner: Runner):
+    """--follow-children off: children run unprofiled, nothing of strata in their
+    environment, nothing written for them."""
+    runner.write("family.py", FAMILY)
+    runner.write("kid.py", KID)
+    plain = runner.plain("family.py")
+    res = runner.strata("-o", "out", "--follow-children", "off", "family.py")
+    assert res.returncode == 0 and res.stdout == plain.stdout, res.describe()
+    assert "kid said: [] |" in res.stdout
+    assert not list((runner.dir / "out").glob("process-*"))
+    assert not (runner.dir / "out" / "processes.jsonl").exists()
+
+
+def test_children_trace_and_sample(runner: Runner):
+    """The run's modes are the children's: --trace gives each child its timeline,
+    --sample its samples."""
+    runner.write("pool.py", POOL)
+    for opts, wanted in ((["--trace"], "trace.pftrace"), (["--sample", "-f", "1000"], "samples.txt")):
+        out = f"out-{wanted}"
+        res = runner.strata("-o", out, *opts, "pool.py", "fork")
+        assert res.returncode == 0, res.describe()
+        kids = children(runner.dir / out)
+        assert len(kids) == 4
+        for pid in kids:
+            assert (runner.dir / out / f"process-{pid}" / wanted).is_file()
