@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/fsutil.h"
 #include "model/profile.h"
 #include "output/registry.h"
+#include "processes.h"
 #include "results.h"
 
 static void report_usage(FILE *out)
@@ -28,6 +30,12 @@ static void report_usage(FILE *out)
           "  --colour-nodes-by-selftime   colour the call graph by self time\n"
           "  --precision N                decimals in the text tables (6)\n",
           out);
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 int st_report_main(int argc, char **argv)
@@ -101,6 +109,8 @@ int st_report_main(int argc, char **argv)
             st_strbuf_init(&buf);
             st_strbuf_stream(&buf, stdout);
             rc = st_format_render(&buf, &p.model, (st_format_t)f, &o.ro, &msg);
+            if (rc == 0 && f == ST_FMT_TEXT && is_dir(arg)) /* its run's child processes */
+                rc = st_cli_report_processes(arg, &buf, o.ro.precision, &msg);
             if (rc < 0 && !buf.sink_errno)
                 status = st_cli_fail(msg.text);
             else if (st_strbuf_flush(&buf) < 0)
@@ -113,6 +123,8 @@ int st_report_main(int argc, char **argv)
                 status = st_cli_fail(msg.text);
             } else {
                 rc = st_format_render(&fo.buf, &p.model, (st_format_t)f, &o.ro, &msg);
+                if (rc == 0 && f == ST_FMT_TEXT && is_dir(arg))
+                    rc = st_cli_report_processes(arg, &fo.buf, o.ro.precision, &msg);
                 if (rc < 0 && !fo.buf.sink_errno) {
                     st_fs_out_abort(&fo);
                     status = st_cli_fail(msg.text);

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TIMEOUT, Runner, load_profile
+from conftest import STRATA, TIMEOUT, Runner, load_profile
 
 POOL = """
     import multiprocessing as mp
     import sys
 
     def work(x):
-        return sum(i * i for i in range(x * 200))
+        return sum(i * i for i in range(x * 5000))
 
     def main():
         with mp.get_context(sys.argv[1]).Pool(4) as pool:
@@ -120,6 +120,17 @@ def test_pool_workers_are_profiled(runner: Runner, method):
     calls = sum(labels(p).get("work", 0) for _, p in kids.values())
     assert calls == 20, {pid: labels(p).get("work") for pid, (_, p) in kids.items()}
     assert "work" not in labels(load_profile(results))  # the parent only hands them out
+    # strata report on the folder: the parent's tables, the process tree, and work as
+    # one row over the workers
+    rep = runner.run([STRATA, "report", results])
+    assert rep.returncode == 0, rep.describe()
+    tree = rep.stdout.split("CHILD PROCESSES (processes.jsonl)")[1].split("LOAD BALANCE")[0]
+    assert all(f"process-{pid}/" in tree for pid in kids), tree
+    row = [ln for ln in rep.stdout.splitlines() if ln.startswith("| work [pool.py:")]
+    assert len(row) == 1, rep.stdout[-3000:]
+    cells = [c.strip() for c in row[0].strip("|").split("|")]
+    workers = sum(1 for _, p in kids.values() if labels(p).get("work"))
+    assert int(cells[1]) == workers and float(cells[-1]) > 0, cells
     # the children printed nothing of strata's (their stderr is their parent's to read)
     assert "child process" in res.stderr and res.stderr.count("[strata] results in") == 1
 

@@ -1,6 +1,7 @@
 #include "output/loadbal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,10 @@ static int cmp_rows(const void *a, const void *b)
     return x->max > y->max ? -1 : x->max < y->max ? 1 : 0;
 }
 
-/* The ranks that did no work as "3, 5-9, 12"; past 8 ranges, "... (N ranks)". */
+/* The ranks that did no work as "3, 5-9, 12"; past 8 ranges, "... (N ranks)" (the
+ * unit's plural). */
 static void put_ranges(st_strbuf_t *out, const uint32_t *ranks, const uint8_t *worked,
-                       uint32_t n)
+                       uint32_t n, const st_loadbal_unit_t *u)
 {
     int first = 1, shown = 0;
     uint32_t idle = 0;
@@ -39,7 +41,7 @@ static void put_ranges(st_strbuf_t *out, const uint32_t *ranks, const uint8_t *w
                ranks[j + 1] == ranks[j] + 1)
             j++;
         if (shown == 8) {
-            st_strbuf_printf(out, ", ... (%u ranks)", idle);
+            st_strbuf_printf(out, ", ... (%u %s)", idle, u->many);
             return;
         }
         shown++;
@@ -68,7 +70,15 @@ uint32_t *st_loadbal_ranks(const st_model_t *m, uint32_t *nr, st_strbuf_t *out,
     return ranks;
 }
 
+const st_loadbal_unit_t st_loadbal_mpi = {"ranks", "RANKS", "MPI RANKS", 0, 0};
+
 int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
+{
+    return st_loadbal_write_as(out, m, precision, &st_loadbal_mpi);
+}
+
+int st_loadbal_write_as(st_strbuf_t *out, const st_model_t *m, int precision,
+                        const st_loadbal_unit_t *u)
 {
     uint32_t nr;
     int err;
@@ -135,10 +145,10 @@ int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
     uint32_t nany = 0;
     for (uint32_t ri = 0; ri < nr; ri++)
         nany += (any[ri / 8] >> (ri % 8)) & 1u;
-    st_strbuf_printf(out, "%u of %u ranks did any work", nany, nr);
+    st_strbuf_printf(out, "%u of %u %s did any work", nany, nr, u->many);
     if (nany < nr) {
         st_strbuf_puts(out, " (no work: ");
-        put_ranges(out, ranks, any, nr);
+        put_ranges(out, ranks, any, nr, u);
         st_strbuf_putc(out, ')');
     }
     st_strbuf_puts(out, "\n");
@@ -146,16 +156,25 @@ int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
 
     st_grid_t grid;
     st_grid_init(&grid);
-    static const char *heads[] = {"FUNCTION", "RANKS", "MIN", "MAX", "MEAN", "STDDEV",
-                                  "IMBALANCE %", "RANKS WITH NO WORK"};
-    for (int i = 0; i < 8; i++)
-        st_grid_column(&grid, heads[i], i > 0 && i < 7);
+    char idle_head[64];
+    snprintf(idle_head, sizeof idle_head, "%s WITH NO WORK", u->head);
+    const char *heads[] = {"FUNCTION", u->head, "MIN", "MAX", "MEAN", "STDDEV",
+                           "IMBALANCE %", idle_head, "TOTAL"};
+    int ncols = u->total ? 9 : 8;
+    for (int i = 0; i < ncols; i++)
+        st_grid_column(&grid, heads[i], i > 0 && i != 7);
+    uint32_t shown = 0, more = 0;
     st_strbuf_t b;
     st_strbuf_init(&b);
     for (uint32_t f = 0; f < all.nfns; f++) {
         row_t *r = &rows[f];
         if (r->working == 0)
             continue;
+        if (u->top && shown == u->top) {
+            more++;
+            continue;
+        }
+        shown++;
         /* idle ranks count as 0 */
         double mean = r->sum / nr;
         double var = r->sumsq / nr - mean * mean;
@@ -186,16 +205,26 @@ int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision)
         }
         st_strbuf_printf(&b, "%.1f", r->max > 0 ? 100.0 * (r->max - mean) / r->max : 0.0);
         st_grid_cell(&grid, 6, &b);
-        put_ranges(&b, ranks, r->idle, nr);
+        put_ranges(&b, ranks, r->idle, nr, u);
         st_grid_cell(&grid, 7, &b);
+        if (u->total) {
+            if (by_calls || by_samples)
+                st_strbuf_printf(&b, "%.0f", r->sum);
+            else
+                st_strbuf_printf(&b, "%.*f", precision, r->sum);
+            st_grid_cell(&grid, 8, &b);
+        }
     }
     if (b.failed)
         grid.failed = 1;
     st_strbuf_free(&b);
-    st_grid_render(out, &grid, by_calls     ? "LOAD BALANCE ACROSS MPI RANKS (CALLS)"
-                               : by_samples ? "LOAD BALANCE ACROSS MPI RANKS (SAMPLES)"
-                                            : "LOAD BALANCE ACROSS MPI RANKS (SECONDS)");
+    char title[96];
+    snprintf(title, sizeof title, "LOAD BALANCE ACROSS %s (%s)", u->title,
+             by_calls ? "CALLS" : by_samples ? "SAMPLES" : "SECONDS");
+    st_grid_render(out, &grid, title);
     st_grid_free(&grid);
+    if (more)
+        st_strbuf_printf(out, "... and %u more function%s\n", more, more == 1 ? "" : "s");
 done:
     free(rows);
     free(bits);

@@ -22,8 +22,22 @@
 uint32_t *st_loadbal_ranks(const st_model_t *m, uint32_t *nr, st_strbuf_t *out,
                            const char *what, int *err);
 
-/* Appends the table to out (times in seconds with `precision` decimals).
- * Returns 0, or ST_ENOMEM. A model without ranks gets a one-line note. */
+/* What the table's "ranks" are: MPI ranks, or the processes of a run's tree (the
+ * ranks of a model made from them are their pids: cli/processes.c). */
+typedef struct {
+    const char *many;   /* "ranks": "3 of 4 ranks did any work" */
+    const char *head;   /* "RANKS": the column heads */
+    const char *title;  /* "MPI RANKS": "LOAD BALANCE ACROSS MPI RANKS (SECONDS)" */
+    int total;          /* a TOTAL column: the sum over them (a pool's work, whole) */
+    uint32_t top;       /* rows shown, the slowest first (0: all), then how many more */
+} st_loadbal_unit_t;
+extern const st_loadbal_unit_t st_loadbal_mpi;
+
+/* Appends the table to out (times in seconds with `precision` decimals), across
+ * MPI ranks (st_loadbal_write) or across `u`. Returns 0, or ST_ENOMEM. A model
+ * without ranks gets a one-line note. */
 int st_loadbal_write(st_strbuf_t *out, const st_model_t *m, int precision);
+int st_loadbal_write_as(st_strbuf_t *out, const st_model_t *m, int precision,
+                        const st_loadbal_unit_t *u);
 
 #endif
