@@ -93,7 +93,12 @@ def children(results: Path) -> dict:
 
 def check_tree(results: Path, kids: dict):
     """Every child descends from the run's process, and its profile is its own."""
-    top = load_profile(results)["metadata"]["pid"]
+    meta = load_profile(results)["metadata"]
+    top = meta["pid"]
+    # the run's profile lists its own children, with their folders and command lines
+    direct = {pid: rec for pid, (rec, _) in kids.items() if rec["parent"] == top}
+    assert {c["pid"]: (c["folder"], c["command"]) for c in meta.get("children", [])} == \
+        {pid: (r["folder"], r["command"]) for pid, r in direct.items()}
     for pid, (rec, profile) in kids.items():
         assert profile["metadata"]["pid"] == pid
         parent = rec["parent"]

@@ -125,6 +125,14 @@ typedef struct st_model_memtime {
     uint64_t calls_dropped; /* calls beyond the bound, not kept */
 } st_model_memtime_t;
 
+/* A child process of the run, recorded when it began (STRATA_FOLLOW_CHILDREN). */
+typedef struct {
+    long pid;
+    const char *folder;          /* its results folder, in the top run's */
+    const char *const *command;
+    size_t ncommand;
+} st_model_child_t;
+
 typedef struct {
     const st_intern_t *labels;
     const st_model_thread_t *threads;
@@ -148,6 +156,8 @@ typedef struct {
     uint32_t rank;
     uint32_t nranks;            /* ranks merged into this model (0: not a merge of ranks) */
     uint32_t nruns;             /* runs summed into this model (0 or 1: one run) */
+    const st_model_child_t *children; /* the process's children that were followed */
+    size_t nchildren;
     /* process sampling (nsampled 0: none) */
     const struct st_model_metric *sampled;
     size_t nsampled;

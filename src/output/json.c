@@ -53,6 +53,22 @@ static void write_metadata(st_strbuf_t *out, const st_model_t *m)
         st_strbuf_printf(out, ",\n    \"ranks\": %u", m->nranks);
     if (m->nruns > 1)
         st_strbuf_printf(out, ",\n    \"merged_runs\": %u", m->nruns);
+    if (m->nchildren) {
+        st_strbuf_puts(out, ",\n    \"children\": [");
+        for (size_t i = 0; i < m->nchildren; i++) {
+            const st_model_child_t *c = &m->children[i];
+            st_strbuf_printf(out, "%s\n      {\"pid\": %ld, \"folder\": ", i ? "," : "", c->pid);
+            st_strbuf_json_string(out, c->folder);
+            st_strbuf_puts(out, ", \"command\": [");
+            for (size_t k = 0; k < c->ncommand; k++) {
+                if (k)
+                    st_strbuf_puts(out, ", ");
+                st_strbuf_json_string(out, c->command[k]);
+            }
+            st_strbuf_puts(out, "]}");
+        }
+        st_strbuf_puts(out, "\n    ]");
+    }
     st_strbuf_puts(out, "\n  },\n");
 }
 

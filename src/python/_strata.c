@@ -422,10 +422,6 @@ static PyObject *py_start(PyObject *self, PyObject *unused)
  * (strata-children.pth then starts strata._child, which hides them from the child's
  * os.environ). */
 #define CHILD_VAR "_STRATA_CHILD_OF"
-/* The processes' record in the top folder: a JSON object a line, appended by each
- * child as it begins (one write: lines of processes never interleave). */
-#define PROCESSES_FILE "processes.jsonl"
-
 /* A followed child's settings: its parent's (the flags' come through the
  * environment, see export_to_children), into <top>/process-<pid>, the tables not
  * printed (the folder has them). 0, or < 0 with msg filled. */
@@ -437,31 +433,6 @@ static int child_settings(st_msg_t *msg)
     if (rc == 0)
         rc = st_settings_set(&st_py.settings, ST_S_PRINT_TABLES, "OFF", ST_SRC_API, msg);
     return rc == 0 ? apply_settings(msg) : rc;
-}
-
-/* Appends this process to the top folder's record (a failure only loses the line). */
-static void record_process(int argc, char *const *argv)
-{
-    st_strbuf_t b;
-    st_strbuf_init(&b);
-    st_strbuf_printf(&b, "{\"pid\": %ld, \"parent\": %ld, \"folder\": \"process-%ld\", "
-                         "\"command\": [",
-                     (long)getpid(), st_py.parent_pid, (long)getpid());
-    for (int i = 0; i < argc; i++) {
-        if (i)
-            st_strbuf_puts(&b, ", ");
-        st_strbuf_json_string(&b, argv[i]);
-    }
-    st_strbuf_puts(&b, "]}\n");
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/" PROCESSES_FILE, st_py.top_dir);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-        ssize_t w = write(fd, st_strbuf_cstr(&b), b.len);
-        (void)w;
-        close(fd);
-    }
-    st_strbuf_free(&b);
 }
 
 /* The settings this run took from strata python's flags go into the process's
@@ -502,6 +473,8 @@ static PyObject *py_follow_children(PyObject *self, PyObject *unused)
     if (!st_py.top_dir[0])
         snprintf(st_py.top_dir, sizeof st_py.top_dir, "%s", st_py.session.outdir);
     st_py.follow = 1;
+    if (!*st_py.session.tree)
+        st_session_follow(&st_py.session, st_py.top_dir, st_py.parent_pid);
     export_to_children();
     Py_RETURN_TRUE;
 }
@@ -532,7 +505,7 @@ static PyObject *py_begin_child(PyObject *self, PyObject *args)
     if (rc == 0)
         rc = begin_session("child", argc, argv, &msg);
     if (rc == 0)
-        record_process(argc, argv);
+        st_session_follow(&st_py.session, st_py.top_dir, st_py.parent_pid);
     free(argv);
     Py_DECREF(words);
     if (rc < 0)
@@ -569,7 +542,7 @@ static int fork_session(void)
     if (rc == 0)
         rc = begin_session("child", argc, argv, &msg);
     if (rc == 0) {
-        record_process(argc, argv);
+        st_session_follow(&st_py.session, st_py.top_dir, st_py.parent_pid);
         rc = start_session(&msg);
     }
     if (rc < 0) {
@@ -580,27 +553,6 @@ static int fork_session(void)
     }
     export_to_children();
     return 0;
-}
-
-/* The parent's note on its children at the end (the top folder's record read). */
-static void note_children(FILE *f)
-{
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/" PROCESSES_FILE, st_py.top_dir);
-    FILE *in = fopen(path, "r");
-    if (!in)
-        return;
-    char line[256];
-    long pid, parent, me = (long)getpid();
-    unsigned n = 0;
-    while (fgets(line, sizeof line, in))
-        if (sscanf(line, "{\"pid\": %ld, \"parent\": %ld", &pid, &parent) == 2 && parent == me)
-            n++;
-    fclose(in);
-    if (n)
-        fprintf(f, "[strata] %u child process%s profiled, each into %s/process-<pid> (their "
-                   "command lines in %s; strata merge %s/process-* sums them)\n",
-                n, n == 1 ? "" : "es", st_py.top_dir, PROCESSES_FILE, st_py.top_dir);
 }
 
 /* st_py_finalize, with the tables and notes written to `to` when it is not NULL
@@ -645,8 +597,6 @@ static void finalize_to(int flush_streams, FILE *to)
     /* the session keeps the settings as they ended (the program may change them) */
     st_session_finish(&st_py.session, &st_py.settings, tables, notes, &msg);
     if (notes) {
-        if (tables && st_py.follow && st_py.parent_pid == 0)
-            note_children(tables);
         st_pybackend_report(notes);
         st_pylines_report(notes);
         st_pymem_report(notes);

@@ -2,6 +2,7 @@
 #include "session/session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "input/jsonpull.h"
 #include "core/components.h"
 #include "base/fsutil.h"
 #include "model/model.h"
@@ -270,6 +272,7 @@ void st_session_stacks_contribute(const st_collector_t *c, const st_session_t *s
 
 void st_session_free(st_session_t *s)
 {
+    st_tree_free(s->children_rec, s->nrec);
     free((void *)s->stacks.lines);
     free(s->stack_first);
     free(s->stack_chain);
@@ -285,6 +288,141 @@ void st_session_free(st_session_t *s)
     st_loctab_free(&s->locs);
     st_settings_free(&s->settings);
     memset(s, 0, sizeof *s);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A followed process tree (STRATA_FOLLOW_CHILDREN)                           */
+
+#define TREE_RECORD "processes.jsonl"
+
+static void proc_free(st_tree_proc_t *p)
+{
+    free(p->folder);
+    for (size_t k = 0; k < p->ncommand; k++)
+        free(p->command[k]);
+    free(p->command);
+    memset(p, 0, sizeof *p);
+}
+
+void st_tree_free(st_tree_proc_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        proc_free(&v[i]);
+    free(v);
+}
+
+/* One record line into *p: 0, or -1 when it is not one strata writes. */
+static int parse_record(const char *line, size_t len, st_tree_proc_t *p)
+{
+    st_jp_t jp;
+    st_jp_init(&jp, line, len);
+    st_strbuf_t key, val;
+    st_strbuf_init(&key);
+    st_strbuf_init(&val);
+    memset(p, 0, sizeof *p);
+    int64_t v;
+    size_t cap = 0;
+    int rc = st_jp_obj_begin(&jp), more = 0;
+    while (rc == 0 && (more = st_jp_obj_next(&jp, &key)) == 1) {
+        const char *k = st_strbuf_cstr(&key);
+        if (strcmp(k, "pid") == 0 || strcmp(k, "parent") == 0) {
+            rc = st_jp_int(&jp, 0, INT64_MAX, &v);
+            *(strcmp(k, "pid") == 0 ? &p->pid : &p->parent) = (long)v;
+        } else if (strcmp(k, "folder") == 0 && !p->folder) {
+            rc = st_jp_string(&jp, &val);
+            if (rc == 0 && !(p->folder = strdup(st_strbuf_cstr(&val))))
+                rc = -1;
+        } else if (strcmp(k, "command") == 0 && !p->command) {
+            rc = st_jp_arr_begin(&jp);
+            while (rc == 0 && (more = st_jp_arr_next(&jp)) == 1) {
+                if (p->ncommand == cap) {
+                    cap = cap ? 2 * cap : 8;
+                    char **c = realloc(p->command, cap * sizeof *c);
+                    if (!c) {
+                        rc = -1;
+                        break;
+                    }
+                    p->command = c;
+                }
+                rc = st_jp_string(&jp, &val);
+                if (rc == 0 && !(p->command[p->ncommand++] = strdup(st_strbuf_cstr(&val))))
+                    rc = -1;
+            }
+            if (more < 0)
+                rc = -1;
+        } else {
+            rc = st_jp_skip(&jp);
+        }
+    }
+    if (rc == 0 && (more < 0 || !p->pid || !p->folder || strchr(p->folder, '/')))
+        rc = -1;
+    st_strbuf_free(&key);
+    st_strbuf_free(&val);
+    if (rc < 0)
+        proc_free(p);
+    return rc;
+}
+
+int st_tree_read(const char *tree, st_tree_proc_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" TREE_RECORD, tree);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char *line = NULL;
+    size_t linecap = 0, cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &linecap, f)) > 0) {
+        st_tree_proc_t one;
+        if (parse_record(line, (size_t)len, &one) < 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            st_tree_proc_t *v = realloc(*out, cap * sizeof *v);
+            if (!v) {
+                proc_free(&one);
+                break;
+            }
+            *out = v;
+        }
+        (*out)[(*n)++] = one;
+    }
+    free(line);
+    fclose(f);
+    return 0;
+}
+
+void st_session_follow(st_session_t *s, const char *tree, long parent)
+{
+    snprintf(s->tree, sizeof s->tree, "%s", tree);
+    s->tree_parent = parent;
+    if (!parent)
+        return;
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    const char *folder = strrchr(s->outdir, '/');
+    st_strbuf_printf(&b, "{\"pid\": %ld, \"parent\": %ld, \"folder\": ", (long)getpid(), parent);
+    st_strbuf_json_string(&b, folder ? folder + 1 : s->outdir);
+    st_strbuf_puts(&b, ", \"command\": [");
+    for (size_t i = 0; i < s->ncommand; i++) {
+        if (i)
+            st_strbuf_puts(&b, ", ");
+        st_strbuf_json_string(&b, s->command[i]);
+    }
+    st_strbuf_puts(&b, "]}\n");
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" TREE_RECORD, s->tree);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0 && !b.failed) {
+        ssize_t w = write(fd, st_strbuf_cstr(&b), b.len); /* a lost line loses the record only */
+        (void)w;
+    }
+    if (fd >= 0)
+        close(fd);
+    st_strbuf_free(&b);
 }
 
 int st_session_set_command(st_session_t *s, int argc, char *const *argv)
@@ -820,6 +958,19 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     };
     for (int i = 0; i < ST_NTIMERS; i++)
         m.ns_per_tick[i] = ns_per_tick[i];
+    /* a followed tree: this process's children, from the tree's record */
+    st_model_child_t *kids = NULL;
+    if (*s->tree && !s->children_rec && st_tree_read(s->tree, &s->children_rec, &s->nrec) == 0 &&
+        s->nrec && (kids = calloc(s->nrec, sizeof *kids))) {
+        for (size_t i = 0; i < s->nrec; i++) {
+            const st_tree_proc_t *r = &s->children_rec[i];
+            if (r->parent == m.pid)
+                kids[m.nchildren++] = (st_model_child_t){r->pid, r->folder,
+                                                         (const char *const *)r->command,
+                                                         r->ncommand};
+        }
+        m.children = kids;
+    }
 
     /* Every file is tried; each failure is kept for `notes`, the first for msg. */
     failures_t fail = {.n = 0, .first = msg, .first_rc = 0};
@@ -1021,6 +1172,11 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));
+        if (*s->tree && !s->tree_parent && s->nrec)
+            fprintf(tables, "[strata] %zu child process%s profiled, each into a folder "
+                            "process-<pid> of the results (their tree in " TREE_RECORD "; "
+                            "strata report shows it)\n",
+                    s->nrec, s->nrec == 1 ? "" : "es");
         if (s->tracing)
             st_session_print_trace_summary(tables, NULL, s, s->trace_stats);
         if (s->sampling)
@@ -1056,6 +1212,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
     }
     st_session_unmark(s);
     st_strbuf_free(&fail.text);
+    free(kids);
     free(threads);
     s->written = fail.n == 0;
     return fail.first_rc;

@@ -73,6 +73,13 @@ typedef struct st_session {
     uint32_t gpu_metric;     /* its gpu_time metric, or ST_METRIC_NONE */
     st_collector_t collectors[ST_SESSION_MAX_COLLECTORS];
     int ncollectors;
+    /* a followed process tree (STRATA_FOLLOW_CHILDREN): its top run's results folder
+     * ("" when not following), this process's parent in it (0 at the top), and the
+     * children of this process read back from the tree's record at the end */
+    char tree[PATH_MAX];
+    long tree_parent;
+    struct st_tree_proc *children_rec; /* the record's lines read at the end */
+    size_t nrec;
     int nstarted;            /* collectors started and not stopped yet */
     int nran;                /* collectors started (the first nran): they flush and
                               * contribute when results are written */
@@ -95,6 +102,26 @@ int st_session_begin(st_session_t *s, const st_settings_t *settings, const char 
  * Before st_session_start. Returns 0, or ST_EINVAL when the list is full. */
 int st_session_add_collector(st_session_t *s, const st_collector_t *c);
 void st_session_free(st_session_t *s);
+
+/* One process of a followed tree's record (processes.jsonl). */
+typedef struct st_tree_proc {
+    long pid, parent;
+    char *folder;            /* its results folder's name, in the tree's folder */
+    char **command;
+    size_t ncommand;
+} st_tree_proc_t;
+
+/* Reads <tree>/processes.jsonl into *out (malloc'd, in the record's order; lines
+ * that are not a record are skipped). 0; -1 when there is no record (*n 0). */
+int st_tree_read(const char *tree, st_tree_proc_t **out, size_t *n);
+void st_tree_free(st_tree_proc_t *v, size_t n);
+
+/* This run is part of a followed process tree whose top run writes into `tree`:
+ * a child (parent != 0) adds itself to the tree's record, <tree>/processes.jsonl
+ * (one line, one write: processes never interleave), and every run of the tree
+ * lists its own children from it in profile.json (metadata.children) and, at the
+ * top, says on the terminal how many processes were profiled. */
+void st_session_follow(st_session_t *s, const char *tree, long parent);
 
 /* Records the command line for the metadata (copied). */
 int st_session_set_command(st_session_t *s, int argc, char *const *argv);
