@@ -16,28 +16,37 @@ from conftest import load_profile
 
 # f does 7 units of the same loop for every 3 that g does: 70 % / 30 % of the CPU.
 SPLIT = """
-    def unit():
+    def unit(n):
         s = 0
-        for i in range(20000):
+        for i in range(n):
             s += i * i
         return s
 
-    def f():
+    def f(n):
         for _ in range(7):
-            unit()
+            unit(n)
 
-    def g():
+    def g(n):
         for _ in range(3):
-            unit()
+            unit(n)
 
     def main():
-        for _ in range({rounds}):
-            f()
-            g()
+        for r in range({rounds}):
+            n = {base} + (r * 7919) % {spread}
+            f(n)
+            g(n)
 
     main()
     print("done")
 """
+
+
+def split_program(rounds: int, size: int = 20000) -> str:
+    """SPLIT with `rounds` rounds of units of `size` iterations on average. The sizes
+    vary from round to round, so that the rounds do not keep step with the kernel's
+    tick, on which CPU-clock timers expire: rounds of one tick's length put every
+    sample at one phase of them (f: 85 % of the samples on one machine)."""
+    return SPLIT.format(rounds=rounds, base=size * 7 // 10, spread=size * 6 // 10)
 
 
 def samples_by_path(profile: dict, thread: int | None = None) -> dict:
@@ -67,8 +76,10 @@ def inclusive(profile: dict, thread: int | None = None) -> dict:
 
 def test_known_split_cpu(runner):
     """70 % in f, 30 % in g: the samples say so within a few points (statistics of
-    about 400 timer signals of a CPU-clock timer)."""
-    runner.write("split.py", SPLIT.format(rounds=90))
+    about 400 timer signals of a CPU-clock timer: 1.6 s of CPU or more, the timer
+    expiring on the kernel's 250 Hz tick). Rounds a tenth of a tick long: the
+    phases of successive samples are apart."""
+    runner.write("split.py", split_program(4000, size=2000))
     res = runner.strata("--sample", "-f", "1000", "split.py")
     assert res.returncode == 0 and res.stdout == "done\n", res.describe()
     prof = load_profile(runner.results())
@@ -116,7 +127,7 @@ def test_sampled_lines(runner):
     """The line the innermost Python frame ran, per sample: unit()'s loop (lines 3
     and 4 of split.py) holds nearly every period, its lines add up to unit()'s own
     periods, and the table is on the terminal and in sampled_lines.txt."""
-    runner.write("split.py", SPLIT.format(rounds=60))
+    runner.write("split.py", split_program(60))
     res = runner.strata("--sample", "-f", "1000", "split.py")
     assert res.returncode == 0 and res.stdout == "done\n", res.describe()
     prof = load_profile(runner.results())
@@ -135,7 +146,7 @@ def test_sampled_lines(runner):
 
 def test_with_the_deterministic_profile(runner):
     """STRATA_PROFILE=ON with --sample: both in one tree, the same nodes."""
-    runner.write("split.py", SPLIT.format(rounds=40))
+    runner.write("split.py", split_program(40))
     res = runner.strata("--sample", "-f", "500", "split.py", env={"STRATA_PROFILE": "ON"})
     assert res.returncode == 0, res.describe()
     prof = load_profile(runner.results())
@@ -317,7 +328,7 @@ def test_bad_settings(runner, args, env, words):
 def test_sampled_profile_renders_everywhere(runner):
     """profile.json of a sampled run reads back: the text report shows the samples
     table, the flame-graph formats weigh by samples, merge keeps the summary."""
-    runner.write("split.py", SPLIT.format(rounds=30))
+    runner.write("split.py", split_program(30))
     res = runner.strata("--sample", "-f", "1000", "split.py")
     assert res.returncode == 0, res.describe()
     results = runner.results()

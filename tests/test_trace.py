@@ -659,8 +659,8 @@ def test_stack_samples_on_the_timeline(runner):
     with the slices, its callstack the profile's path (root first), weighted by the
     nanoseconds of sampling clock it stands for."""
     need_schema()
-    from test_sampling import SPLIT
-    _, res = run_traced(runner, textwrap.dedent(SPLIT.format(rounds=40)), "--sample", "-f", "500")
+    from test_sampling import split_program
+    _, res = run_traced(runner, textwrap.dedent(split_program(40)), "--sample", "-f", "500")
     tr = decode(res / "trace.pftrace")
     prof = load_profile(res)
     st = prof["stack_sampling"]
