@@ -127,7 +127,7 @@ static int add_run(st_diff_t *d, st_dtree_t *tree, int side, const char *arg, st
     st_profile_t p;
     int rc = st_cli_resolve(arg, &files, msg);
     if (rc == 0)
-        rc = st_cli_load_all(&files, &p, 0, msg);
+        rc = st_cli_load_all(&files, &p, 0, NULL, msg);
     st_cli_paths_free(&files);
     if (rc < 0)
         return rc;

@@ -78,9 +78,10 @@ int st_merge_main(int argc, char **argv)
     if (rc == 0 && st_cli_input_ids(&files, &ids) < 0)
         rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");
     st_profile_t p;
+    int together = 0;
     /* one input is merged too, so that it comes out as a merge would */
     if (rc == 0)
-        rc = st_cli_load_all(&files, &p, 1, &msg);
+        rc = st_cli_load_all(&files, &p, 1, &together, &msg);
     size_t nfiles = files.n;
     /* the ranks' timelines: trace-<rank>.pftrace (trace.pftrace) beside each profile */
     char **traces = calloc(files.n + 1, sizeof *traces);
@@ -125,7 +126,8 @@ int st_merge_main(int argc, char **argv)
             fprintf(stderr, " (%u runs summed)", p.model.nruns);
         char shown[PATH_MAX];
         fprintf(stderr, " into %s\n", st_text_printable(shown, sizeof shown, o.out));
-        if (p.model.nranks && ntraces > 0)
+        /* one timeline of an MPI job's ranks, or of a run's processes */
+        if ((p.model.nranks || together) && ntraces > 0)
             status = merge_traces(traces, ntraces, o.out, !o.force);
     }
     for (size_t i = 0; traces && i < ntraces; i++)

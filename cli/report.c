@@ -68,7 +68,7 @@ int st_report_main(int argc, char **argv)
     if (rc == 0 && st_cli_input_ids(&files, &ids) < 0)
         rc = st_msg_set(&msg, ST_ENOMEM, "out of memory");
     if (rc == 0)
-        rc = st_cli_load_all(&files, &p, 0, &msg);
+        rc = st_cli_load_all(&files, &p, 0, NULL, &msg);
     o.ro.inputs = ids;
     o.ro.ninputs = files.n;
     o.ro.keep_existing = !o.force;

@@ -159,7 +159,7 @@ int st_cli_resolve(const char *arg, st_cli_paths_t *out, st_msg_t *msg)
 typedef struct {
     char *host;
     long pid;
-    uint64_t start_ns;
+    uint64_t start_ns, end_ns;
     int has_rank;
     uint32_t rank;
     const char *path;
@@ -169,7 +169,7 @@ typedef struct {
  * or a copy of it): its calls would count twice. */
 static int note_run(run_id_t **ids, size_t *n, const st_model_t *m, const char *path)
 {
-    run_id_t me = {NULL, m->pid, m->start_ns, m->has_rank, m->rank, path};
+    run_id_t me = {NULL, m->pid, m->start_ns, m->end_ns, m->has_rank, m->rank, path};
     for (size_t i = 0; i < *n; i++) {
         const run_id_t *o = &(*ids)[i];
         if (o->pid == me.pid && o->start_ns == me.start_ns && o->has_rank == me.has_rank &&
@@ -197,11 +197,37 @@ static int note_run(run_id_t **ids, size_t *n, const st_model_t *m, const char *
     return 0;
 }
 
+static int by_start(const void *a, const void *b)
+{
+    const run_id_t *x = a, *y = b;
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* 1 when the runs are processes of one host that ran at the same time, one after
+ * another overlapping (a run and its child processes), not runs one after the
+ * other. Sorts ids. */
+static int ran_together(run_id_t *ids, size_t n)
+{
+    if (n < 2)
+        return 0;
+    qsort(ids, n, sizeof *ids, by_start);
+    uint64_t end = ids[0].end_ns;
+    for (size_t i = 1; i < n; i++) {
+        if (!ids[i].start_ns || ids[i].start_ns > end || strcmp(ids[i].host, ids[0].host) != 0)
+            return 0;
+        if (ids[i].end_ns > end)
+            end = ids[i].end_ns;
+    }
+    return 1;
+}
+
 /* Loads and merges every file into out (a single file is loaded as it is, unless
  * `always_merge`). */
 int st_cli_load_all(const st_cli_paths_t *files, st_profile_t *out, int always_merge,
-                    st_msg_t *msg)
+                    int *together, st_msg_t *msg)
 {
+    if (together)
+        *together = 0;
     if (files->n == 1 && !always_merge)
         return st_profile_load(out, files->paths[0], msg);
     st_merger_t mg;
@@ -220,6 +246,8 @@ int st_cli_load_all(const st_cli_paths_t *files, st_profile_t *out, int always_m
             rc = st_msg_set(msg, ST_ENOMEM, "out of memory merging");
         st_profile_free(&one);
     }
+    if (together && rc == 0)
+        *together = ran_together(ids, nids);
     for (size_t i = 0; i < nids; i++)
         free(ids[i].host);
     free(ids);

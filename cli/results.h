@@ -44,9 +44,11 @@ int st_cli_resolve(const char *arg, st_cli_paths_t *out, st_msg_t *msg);
 void st_cli_paths_free(st_cli_paths_t *p);
 
 /* Loads and merges every file into out (a single file is loaded as it is, unless
- * `always_merge`); warns when one run is given twice or a sum saturated. */
+ * `always_merge`); warns when one run is given twice or a sum saturated.
+ * *together (may be NULL): 1 when the files are processes of one host that ran at
+ * the same time (a run and its child processes), whose timelines belong together. */
 int st_cli_load_all(const st_cli_paths_t *files, st_profile_t *out, int always_merge,
-                    st_msg_t *msg);
+                    int *together, st_msg_t *msg);
 
 /* The identities of the input files, which no output may replace (*ids owned by
  * the caller). */

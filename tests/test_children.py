@@ -189,7 +189,7 @@ def test_follow_children_off(runner: Runner):
 
 def test_children_trace_and_sample(runner: Runner):
     """The run's modes are the children's: --trace gives each child its timeline,
-    --sample its samples."""
+    --sample its samples; the timelines of a run's processes merge into one."""
     runner.write("pool.py", POOL)
     for opts, wanted in ((["--trace"], "trace.pftrace"), (["--sample", "-f", "1000"], "samples.txt")):
         out = f"out-{wanted}"
@@ -199,3 +199,20 @@ def test_children_trace_and_sample(runner: Runner):
         assert len(kids) == 4
         for pid in kids:
             assert (runner.dir / out / f"process-{pid}" / wanted).is_file()
+    # the processes ran together: strata merge makes one timeline of them, a process
+    # track each, as of an MPI job's ranks
+    folders = [str(runner.dir / "out-trace.pftrace")] + \
+        [str(p) for p in sorted((runner.dir / "out-trace.pftrace").glob("process-*"))]
+    m = runner.run([STRATA, "merge", "-o", "merged", *folders])
+    assert m.returncode == 0 and "merged 5 traces" in m.stderr, m.describe()
+    from test_trace import decode, need_schema
+    need_schema()
+    pids = {pid for pid, _ in decode(runner.dir / "merged" / "trace.pftrace").processes.values()}
+    top = load_profile(runner.dir / "out-trace.pftrace")["metadata"]["pid"]
+    assert pids == {top} | set(children(runner.dir / "out-trace.pftrace")), pids
+    # runs one after another are not one timeline
+    again = runner.strata("-o", "again", "--trace", "pool.py", "fork")
+    assert again.returncode == 0, again.describe()
+    m2 = runner.run([STRATA, "merge", "-o", "merged2", str(runner.dir / "out-trace.pftrace"),
+                     str(runner.dir / "again")])
+    assert m2.returncode == 0 and "traces" not in m2.stderr, m2.describe()
