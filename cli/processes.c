@@ -14,24 +14,30 @@
 
 #include "input/profile.h"
 #include "model/merge.h"
+#include "base/u64map.h"
 #include "output/grid.h"
 #include "output/loadbal.h"
 #include "session/session.h"
 
-/* Depth of process i under the run's (a parent not in the record is the run). */
-static int depth_of(const st_tree_proc_t *v, size_t n, size_t i)
+/* Each process's depth under the run's (a parent not in the record is the run):
+ * by a pid -> index map, each walk up as long as the process's depth. */
+static int *depths_of(const st_tree_proc_t *v, size_t n)
 {
-    int d = 0;
-    long parent = v[i].parent;
-    for (size_t hops = 0; hops < n; hops++) {
-        size_t j = 0;
-        while (j < n && v[j].pid != parent)
-            j++;
-        if (j == n)
-            break;
-        d++;
-        parent = v[j].parent;
+    int *d = calloc(n ? n : 1, sizeof *d);
+    st_u64map_t index = {0};
+    for (size_t i = 0; d && i < n; i++)
+        if (st_u64map_put(&index, (uint64_t)v[i].pid, (uint32_t)i, NULL) < 0) {
+            free(d);
+            d = NULL;
+        }
+    for (size_t i = 0; d && i < n; i++) {
+        uint32_t j = st_u64map_get(&index, (uint64_t)v[i].parent);
+        for (size_t hops = 0; j != UINT32_MAX && hops < n; hops++) {
+            d[i]++;
+            j = st_u64map_get(&index, (uint64_t)v[j].parent);
+        }
     }
+    st_u64map_free(&index);
     return d;
 }
 
@@ -76,6 +82,9 @@ static int merge_children(const char *dir, const st_tree_proc_t *v, size_t n, st
 
 static const st_loadbal_unit_t by_process = {"processes", "PROCESSES", "CHILD PROCESSES", 1, 30};
 
+/* The most processes the tree lists (processes.jsonl has them all). */
+#define TREE_ROWS 200
+
 int st_cli_report_processes(const char *dir, st_strbuf_t *out, int precision, st_msg_t *msg)
 {
     st_tree_proc_t *v;
@@ -83,6 +92,11 @@ int st_cli_report_processes(const char *dir, st_strbuf_t *out, int precision, st
     if (st_tree_read(dir, &v, &n) < 0 || n == 0) {
         st_tree_free(v, n);
         return 0; /* no children recorded: nothing to add */
+    }
+    int *depth = depths_of(v, n);
+    if (!depth) {
+        st_tree_free(v, n);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
     }
     st_grid_t grid;
     st_grid_init(&grid);
@@ -93,13 +107,13 @@ int st_cli_report_processes(const char *dir, st_strbuf_t *out, int precision, st
     st_strbuf_t b, cmd;
     st_strbuf_init(&b);
     st_strbuf_init(&cmd);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && i < TREE_ROWS; i++) {
         char path[PATH_MAX];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s/profile.json", dir, v[i].folder);
-        int written = stat(path, &st) == 0, depth = depth_of(v, n, i);
+        int written = stat(path, &st) == 0;
         st_grid_row(&grid);
-        st_strbuf_printf(&b, "%*s%s%ld", 2 * depth, "", depth ? "|_" : "", v[i].pid);
+        st_strbuf_printf(&b, "%*s%s%ld", 2 * depth[i], "", depth[i] ? "|_" : "", v[i].pid);
         st_grid_cell(&grid, 0, &b);
         st_strbuf_printf(&b, "%ld", v[i].parent);
         st_grid_cell(&grid, 1, &b);
@@ -119,6 +133,10 @@ int st_cli_report_processes(const char *dir, st_strbuf_t *out, int precision, st
     st_strbuf_putc(out, '\n');
     st_grid_render(out, &grid, "CHILD PROCESSES (processes.jsonl)");
     st_grid_free(&grid);
+    free(depth);
+    if (n > TREE_ROWS)
+        st_strbuf_printf(out, "... and %zu more processes (processes.jsonl lists them all)\n",
+                         n - TREE_ROWS);
 
     st_profile_t merged;
     size_t nmerged = 0;
