@@ -235,6 +235,17 @@ static const st_collector_t python_collector = {
  * what the last one kept goes, and every part starts as in a new process. Memory
  * profiling keeps process-wide state (its allocator hooks' samples and their
  * references): one session of a process may have it. -1 with an exception. */
+/* What the parts keep of the last session goes, as a new one begins after it or in
+ * a forked child; the session itself is the caller's to free or to leave. */
+static void forget_session(void)
+{
+    st_pylines_new_session();
+    st_pythread_new_session();
+    st_pybackend_new_session();
+    memset(&holdings, 0, sizeof holdings);
+    st_py.live = st_py.finalized = st_py.running = st_py.tracing = 0;
+}
+
 static int next_session(void)
 {
     if (memory_used && st_py.memory != ST_PYMEM_OFF) {
@@ -244,12 +255,8 @@ static int next_session(void)
         return -1;
     }
     st_pyexit_new_session();
-    st_pylines_new_session();
-    st_pythread_new_session();
-    st_pybackend_new_session();
+    forget_session();
     st_session_free(&st_py.session);
-    memset(&holdings, 0, sizeof holdings);
-    st_py.live = st_py.finalized = st_py.running = st_py.tracing = 0;
     st_py.gen++; /* the labels were the last session's */
     return 0;
 }
@@ -526,12 +533,8 @@ static int fork_session(void)
     st_pybackend_stop();
     st_pysampler_after_fork_child();
     st_pyexit_after_fork_child();
-    st_pylines_new_session();
-    st_pythread_new_session();
-    st_pybackend_new_session();
+    forget_session();
     memset(&st_py.session, 0, sizeof st_py.session);
-    memset(&holdings, 0, sizeof holdings);
-    st_py.live = st_py.finalized = st_py.tracing = 0;
     st_py.parent_pid = (long)getppid();
     st_msg_t msg;
     int rc = st_settings_set(&st_py.settings, ST_S_MEMORY, "off", ST_SRC_API, &msg);
