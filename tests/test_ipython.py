@@ -256,6 +256,7 @@ def test_magics_in_a_jupyter_kernel(tmp_path):
         "def work(n):\n    return sum(range(n))",
         f"%strata -o {tmp_path / 'k4'} -l -R work -- work(10)",
         "boom()",
+        f"%strata --inline -o {tmp_path / 'k5'} fib(5)",
     ])
     assert fib_calls(tmp_path / "k1") == FIB_CALLS[15]
     assert fib_calls(tmp_path / "k2") == FIB_CALLS[10]
@@ -272,6 +273,9 @@ def test_magics_in_a_jupyter_kernel(tmp_path):
     assert "return sum(range(n))" in (tmp_path / "k4" / "line_profile.txt").read_text()
     traceback = re.sub(r"\x1b\[[0-9;]*m", "", "".join(outs[9][0]["traceback"]))
     assert "raise KeyError('from an earlier cell')" in traceback, traceback
+    # --inline: the HTML report itself, in a frame of its own
+    frames = [o["data"]["text/html"] for o in outs[10] if o["output_type"] == "display_data"]
+    assert frames and frames[0].startswith("<iframe srcdoc=") and "&lt;html" in frames[0].lower()
 
 
 @pytest.mark.skipif(SANITIZED, reason="a Jupyter kernel under AddressSanitizer's preload is "

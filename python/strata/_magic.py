@@ -57,14 +57,12 @@ def _parse(line, cell):
     for the line magic), or None after --help. Raises _strata.Error for bad words."""
     words = _words(line)
     inline = [i for i, (w, _) in enumerate(words) if w == "--inline"]
-    kept = [w for i, (w, _) in enumerate(words) if i not in inline]
-    parsed = _strata.parse_cli(kept, statement=True)
+    kept_at = [i for i in range(len(words)) if i not in inline]  # the parser's words
+    parsed = _strata.parse_cli([words[i][0] for i in kept_at], statement=True)
     if parsed is None:
         return None
-    start = parsed["start"]
-    # the statement's first word, in the line's words (--inline taken out before it)
-    first = next((i for i in range(len(words)) if i not in inline and
-                  sum(1 for j in range(i) if j not in inline) == start), len(words))
+    # the statement's first word, in the line's words
+    first = kept_at[parsed["start"]] if parsed["start"] < len(kept_at) else len(words)
     inline_asked = any(i < first for i in inline)
     if cell is None:
         code = line[words[first][1]:] if first < len(words) else ""
