@@ -320,7 +320,7 @@ static int parse_record(const char *line, size_t len, st_tree_proc_t *p)
     st_strbuf_init(&key);
     st_strbuf_init(&val);
     memset(p, 0, sizeof *p);
-    int64_t v;
+    int64_t v = 0;
     size_t cap = 0;
     int rc = st_jp_obj_begin(&jp), more = 0;
     while (rc == 0 && (more = st_jp_obj_next(&jp, &key)) == 1) {
