@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/profile.h"
 #include "python/memory.h"
 
 /* The most functions whose lines are timed, and lines per function: tables are
@@ -380,15 +381,8 @@ void st_pylines_new_session(void)
     for (size_t i = 0; i < lt.n; i++)
         free_tab(lt.tabs[i]);
     free(lt.tabs);
-    for (size_t i = 0; i < lt.nfuncs; i++) {
-        st_model_lfunc_t *f = &lt.funcs[i];
-        free((void *)f->file);
-        free((void *)f->function);
-        free((void *)f->rows);
-        for (size_t k = 0; k < f->nsource; k++)
-            free((void *)f->source[k]);
-        free((void *)f->source);
-    }
+    for (size_t i = 0; i < lt.nfuncs; i++)
+        st_profile_lfunc_free(&lt.funcs[i]);
     free(lt.funcs);
     free(lt.calls);
     if (lt.have_memtime) {
