@@ -568,6 +568,16 @@ static int fold(st_session_t *s, const uint32_t *map)
     return rc;
 }
 
+/* The code watcher goes (3.12+: it names code objects that die while sampled). */
+static void drop_code_watcher(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (sp.watcher >= 0)
+        PyCode_ClearWatcher(sp.watcher);
+    sp.watcher = -1;
+#endif
+}
+
 static void sampler_stop(st_collector_t *c, st_session_t *s)
 {
     (void)c;
@@ -576,11 +586,7 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     sp.on = 0;
     st_stacks_stop(&stacks); /* no handler runs after this */
     stop_maint();
-#if PY_VERSION_HEX >= 0x030C0000
-    if (sp.watcher >= 0)
-        PyCode_ClearWatcher(sp.watcher);
-    sp.watcher = -1;
-#endif
+    drop_code_watcher();
     hold_new_codes();
     /* threads that ended since the last scan, before threading knew them then */
     uint32_t nthreads = atomic_load(&stacks.nthreads);
@@ -619,11 +625,7 @@ void st_pysampler_after_fork_child(void)
         return;
     sp.on = 0;
     st_stacks_stop(&stacks); /* the handler goes; the parent's timers are not here */
-#if PY_VERSION_HEX >= 0x030C0000
-    if (sp.watcher >= 0)
-        PyCode_ClearWatcher(sp.watcher);
-    sp.watcher = -1;
-#endif
+    drop_code_watcher();
     clear_codes();
     st_addrtab_free(&sp.lines);
     if (sp.native)
