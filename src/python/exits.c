@@ -177,6 +177,15 @@ static int start_watcher(void)
     return rc == 0 ? 0 : -1;
 }
 
+/* Ends the waiting watcher (no SIGTERM came: it is in sem_wait, without the GIL). */
+static void end_watcher(void)
+{
+    atomic_store(&sig.quit, 1);
+    sem_post(&sig.wake);
+    pthread_join(sig.watcher, NULL); /* quick: it ends without the GIL */
+    sig.watching = 0;
+}
+
 /* os.fork: the watcher (and the stack sampler's thread) ends before, so that the parent forks with the threads the
  * program made (3.12+ warns about forking a process that has several) and starts
  * again after, in the parent (see after_fork_parent). Not when a SIGTERM is being
@@ -194,9 +203,7 @@ static PyObject *before_fork(PyObject *self, PyObject *unused)
         atomic_store(&sig.quit, 0);
         Py_RETURN_NONE;
     }
-    sem_post(&sig.wake);
-    pthread_join(sig.watcher, NULL); /* quick: it ends without the GIL */
-    sig.watching = 0;
+    end_watcher();
     Py_RETURN_NONE;
 }
 
@@ -406,12 +413,8 @@ void st_pyexit_finished(void)
 
 void st_pyexit_new_session(void)
 {
-    if (sig.watching) {
-        atomic_store(&sig.quit, 1);
-        sem_post(&sig.wake);
-        pthread_join(sig.watcher, NULL); /* quick: it ends without the GIL */
-        sig.watching = 0;
-    }
+    if (sig.watching)
+        end_watcher();
     if (sig.installed) {
         sem_destroy(&sig.wake);
         sem_destroy(&sig.got_gil);
