@@ -479,7 +479,6 @@ static PyObject *py_follow_children(PyObject *self, PyObject *unused)
         Py_RETURN_FALSE;
     if (!st_py.top_dir[0])
         snprintf(st_py.top_dir, sizeof st_py.top_dir, "%s", st_py.session.outdir);
-    st_py.follow = 1;
     if (!*st_py.session.tree)
         st_session_follow(&st_py.session, st_py.top_dir, st_py.parent_pid);
     export_to_children();
@@ -735,7 +734,7 @@ static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     if (st_py.live && !st_py.forked_child) {
-        if (st_py.follow && !st_py.finalized && fork_session() == 0)
+        if (*st_py.session.tree && !st_py.finalized && fork_session() == 0) /* followed */
             Py_RETURN_NONE;
         st_py.forked_child = 1;
         st_pybackend_stop();

@@ -103,7 +103,6 @@ typedef struct {
     unsigned long main_ident; /* the thread that imported strata: the main one, as
                                  threading takes its importer to be */
     /* child processes (STRATA_FOLLOW_CHILDREN) */
-    int follow;               /* this run's children are followed */
     long parent_pid;          /* a followed child's parent; 0 at the top */
     char top_dir[PATH_MAX];   /* the results folder of the process tree's top run */
 } st_py_state_t;
