@@ -26,7 +26,7 @@ static int *depths_of(const st_tree_proc_t *v, size_t n)
     int *d = calloc(n ? n : 1, sizeof *d);
     st_u64map_t index = {0};
     for (size_t i = 0; d && i < n; i++)
-        if (st_u64map_put(&index, (uint64_t)v[i].pid, (uint32_t)i, NULL) < 0) {
+        if (v[i].folder && st_u64map_put(&index, (uint64_t)v[i].pid, (uint32_t)i, NULL) < 0) {
             free(d);
             d = NULL;
         }
@@ -53,6 +53,8 @@ static int merge_children(const char *dir, const st_tree_proc_t *v, size_t n, st
     for (size_t i = 0; i < n && rc == 0; i++) {
         char path[PATH_MAX];
         struct stat st;
+        if (!v[i].folder)
+            continue; /* not followed */
         snprintf(path, sizeof path, "%s/%s/profile.json", dir, v[i].folder);
         if (stat(path, &st) != 0)
             continue; /* still running, or ended without writing: listed as such */
@@ -78,6 +80,26 @@ static int merge_children(const char *dir, const st_tree_proc_t *v, size_t n, st
         st_profile_free(out);
     }
     return rc;
+}
+
+/* Where process i's results are: its folder, or why there are none. */
+static void results_cell(const char *dir, const st_tree_proc_t *v, size_t n, size_t i,
+                         st_strbuf_t *b)
+{
+    if (!v[i].folder) {
+        st_strbuf_printf(b, "not followed: %s", v[i].not_followed);
+        return;
+    }
+    char path[PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s/profile.json", dir, v[i].folder);
+    int written = stat(path, &st) == 0, became = 0; /* a later line: it ran a program (exec) */
+    for (size_t j = i + 1; j < n && !became; j++)
+        became = v[j].pid == v[i].pid;
+    st_strbuf_printf(b, "%s/%s", v[i].folder,
+                     written  ? (became ? " (then it ran another program)" : "")
+                     : became ? " (none: it ran another program)"
+                              : " (no results yet)");
 }
 
 static const st_loadbal_unit_t by_process = {"processes", "PROCESSES", "CHILD PROCESSES", 1, 30};
@@ -108,16 +130,13 @@ int st_cli_report_processes(const char *dir, st_strbuf_t *out, int precision, st
     st_strbuf_init(&b);
     st_strbuf_init(&cmd);
     for (size_t i = 0; i < n && i < TREE_ROWS; i++) {
-        char path[PATH_MAX];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s/profile.json", dir, v[i].folder);
-        int written = stat(path, &st) == 0;
         st_grid_row(&grid);
-        st_strbuf_printf(&b, "%*s%s%ld", 2 * depth[i], "", depth[i] ? "|_" : "", v[i].pid);
+        st_strbuf_printf(&b, "%*s%s", 2 * depth[i], "", depth[i] ? "|_" : "");
+        st_strbuf_printf(&b, v[i].pid ? "%ld" : "-", v[i].pid);
         st_grid_cell(&grid, 0, &b);
         st_strbuf_printf(&b, "%ld", v[i].parent);
         st_grid_cell(&grid, 1, &b);
-        st_strbuf_printf(&b, "%s/%s", v[i].folder, written ? "" : " (no results yet)");
+        results_cell(dir, v, n, i, &b);
         st_grid_cell(&grid, 2, &b);
         /* a long command (a fork server's) is cut: processes.jsonl has it whole */
         st_strbuf_reset(&cmd);

@@ -78,6 +78,7 @@ def children(results: Path) -> dict:
     """{pid: (record, profile)} of every child folder, once each has its results
     (a child may end after its parent: multiprocessing's resource tracker)."""
     records = [json.loads(line) for line in (results / "processes.jsonl").read_text().splitlines()]
+    records = [r for r in records if "not_followed" not in r]  # named only (test below)
     out = {}
     deadline = time.monotonic() + TIMEOUT
     for rec in records:
@@ -97,7 +98,8 @@ def check_tree(results: Path, kids: dict):
     top = meta["pid"]
     # the run's profile lists its own children, with their folders and command lines
     direct = {pid: rec for pid, (rec, _) in kids.items() if rec["parent"] == top}
-    assert {c["pid"]: (c["folder"], c["command"]) for c in meta.get("children", [])} == \
+    followed = [c for c in meta.get("children", []) if "folder" in c]
+    assert {c["pid"]: (c["folder"], c["command"]) for c in followed} == \
         {pid: (r["folder"], r["command"]) for pid, r in direct.items()}
     for pid, (rec, profile) in kids.items():
         assert profile["metadata"]["pid"] == pid
@@ -216,3 +218,101 @@ def test_children_trace_and_sample(runner: Runner):
     m2 = runner.run([STRATA, "merge", "-o", "merged2", str(runner.dir / "out-trace.pftrace"),
                      str(runner.dir / "again")])
     assert m2.returncode == 0 and "traces" not in m2.stderr, m2.describe()
+
+
+OTHERS = """
+    import os
+    import subprocess
+    import sys
+
+    subprocess.run(["ls", "-d", "/"])                       # a program: named
+    subprocess.run("exit 4", shell=True)                    # a shell: named
+    subprocess.run(["./tool.sh"])                           # a script of the shell: named
+    subprocess.run(["./pyscript"])                          # a script of this Python: followed
+    subprocess.run([sys.executable, "-c", "pass"], env={"A": "1"})  # its own environment
+    print("system:", os.system("exit 2") >> 8)
+    pid = os.fork()
+    if pid == 0:
+        os.execv("/bin/echo", ["echo", "exec'd"])       # the fork becomes a program
+    print("exec'd child:", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    try:
+        subprocess.run(["./no-such-program"])
+    except OSError as e:
+        print("missing:", type(e).__name__)
+"""
+
+
+def test_programs_not_followed_are_named(runner: Runner):
+    """Children that run another program (subprocess, a shell, os.system, a script of
+    another interpreter, a fork that execs) are named in processes.jsonl with their
+    command line and why they are not followed, and so is a Python child given an
+    environment of its own; a script of this Python is followed. The program's output
+    and statuses are plain python's; strata report shows them in the tree."""
+    import sys
+    runner.write("others.py", OTHERS)
+    runner.write("tool.sh", "#!/bin/sh\necho tool\n")
+    runner.write("pyscript", f"#!{sys.executable}\ndef scripted():\n    pass\nscripted()\n")
+    for name in ("tool.sh", "pyscript"):
+        os.chmod(runner.dir / name, 0o755)
+    plain = runner.plain("others.py")
+    res = runner.strata("-o", "out", "others.py")
+    assert res.returncode == plain.returncode == 0, res.describe()
+    assert res.stdout == plain.stdout, res.describe()
+    assert "missing: FileNotFoundError" in res.stdout and "system: 2" in res.stdout
+    results = runner.dir / "out"
+    records = [json.loads(line) for line in (results / "processes.jsonl").read_text().splitlines()]
+    named = [(r["pid"], r["command"], r["not_followed"]) for r in records if "not_followed" in r]
+    # (children() waits for every followed process's profile.json: the fork wrote
+    # what it recorded before it became echo)
+    kids = children(results)
+    fork_pid = [pid for pid, (rec, _) in kids.items() if rec["command"][0] == "strata"]
+    assert len(fork_pid) == 1, [rec for rec, _ in kids.values()]
+    assert named == [
+        (0, ["ls", "-d", "/"], "not Python"),
+        (0, ["/bin/sh", "-c", "exit 4"], "not Python"),
+        (0, ["./tool.sh"], "not Python"),
+        (0, [named[3][1][0], "-c", "pass"], "an environment without strata's variable"),
+        (0, ["/bin/sh", "-c", "exit 2"], "not Python"),
+        (fork_pid[0], ["echo", "exec'd"], "not Python"),
+    ], named  # the missing program is not: it never started
+    assert Path(named[3][1][0]).name.startswith("python")  # the program's sys.executable
+    scripted = [p for rec, p in kids.values() if rec["command"][-1] == "./pyscript"]
+    assert len(scripted) == 1 and labels(scripted[0])["scripted"] == 1
+    # the run's profile lists them among its children, pid null where not known
+    meta = load_profile(results)["metadata"]
+    listed = [(c["pid"], c["not_followed"]) for c in meta["children"] if "not_followed" in c]
+    assert listed == [(None if pid == 0 else pid, why) for pid, _, why in named]
+    assert "5 not followed" not in res.stderr and "6 not followed" in res.stderr, res.stderr
+    rep = runner.run([STRATA, "report", results])
+    assert rep.returncode == 0, rep.describe()
+    tree = rep.stdout.split("CHILD PROCESSES (processes.jsonl)")[1]
+    assert "| not followed: not Python" in tree and "ls -d /" in tree
+    assert f"process-{fork_pid[0]}/ (then it ran another program)" in tree, tree
+
+
+
+def test_exec_writes_results(runner: Runner):
+    """A run that becomes another program (os.execv) writes what it recorded first,
+    as at its end, followed or not; the program's output is plain python's."""
+    runner.write("ex.py", """
+        import os
+        import sys
+
+        def before():
+            return sum(range(1000))
+
+        before()
+        print("python part", flush=True)
+        os.execv("/bin/echo", ["echo", "now echo"])
+    """)
+    plain = runner.plain("ex.py")
+    for follow in ("on", "off"):
+        res = runner.strata("-o", f"out-{follow}", "--follow-children", follow, "ex.py")
+        assert res.returncode == plain.returncode == 0, res.describe()
+        assert res.stdout == plain.stdout == "python part\nnow echo\n", res.describe()
+        results = runner.dir / f"out-{follow}"
+        assert labels(load_profile(results))["before"] == 1
+        assert not (results / "incomplete.txt").exists()
+        assert "[strata] results in" in res.stderr
+    rec = json.loads((runner.dir / "out-on" / "processes.jsonl").read_text())
+    assert rec["command"] == ["echo", "now echo"] and rec["not_followed"] == "not Python"

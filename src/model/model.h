@@ -127,8 +127,10 @@ typedef struct st_model_memtime {
 
 /* A child process of the run, recorded when it began (STRATA_FOLLOW_CHILDREN). */
 typedef struct {
-    long pid;
-    const char *folder;          /* its results folder, in the top run's */
+    long pid;                    /* 0: not known (a program that is not followed) */
+    const char *folder;          /* its results folder, in the top run's; NULL when
+                                  * it is not followed */
+    const char *not_followed;    /* why it is not followed, or NULL */
     const char *const *command;
     size_t ncommand;
 } st_model_child_t;

@@ -57,8 +57,13 @@ static void write_metadata(st_strbuf_t *out, const st_model_t *m)
         st_strbuf_puts(out, ",\n    \"children\": [");
         for (size_t i = 0; i < m->nchildren; i++) {
             const st_model_child_t *c = &m->children[i];
-            st_strbuf_printf(out, "%s\n      {\"pid\": %ld, \"folder\": ", i ? "," : "", c->pid);
-            st_strbuf_json_string(out, c->folder);
+            st_strbuf_printf(out, "%s\n      {\"pid\": ", i ? "," : "");
+            if (c->pid)
+                st_strbuf_printf(out, "%ld", c->pid);
+            else
+                st_strbuf_puts(out, "null");
+            st_strbuf_puts(out, c->folder ? ", \"folder\": " : ", \"not_followed\": ");
+            st_strbuf_json_string(out, c->folder ? c->folder : c->not_followed);
             st_strbuf_puts(out, ", \"command\": [");
             for (size_t k = 0; k < c->ncommand; k++) {
                 if (k)

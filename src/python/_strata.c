@@ -16,6 +16,7 @@
 #include "python/exits.h"
 #include "python/frames.h"
 #include "python/memory.h"
+#include "python/spawns.h"
 #include "session/args.h"
 
 st_py_state_t st_py;
@@ -367,6 +368,22 @@ static void add_memory_metrics(int sampled, int walk_stacks)
 
 /* Starts the session begun: its collectors, and what catches the ways the program
  * may end. 0, or < 0 with msg filled or a Python exception set. */
+static void finalize_to(int flush_streams, FILE *to);
+
+/* A program the run starts: one that is not followed is named in the tree's record
+ * (when the run follows its children). When the process itself becomes a program
+ * (exec), its Python run ends there: what it recorded is written first, as at its
+ * end (its streams are not flushed: exec does not flush them). */
+static void program_started(long pid, char *const *argv, size_t argc, const char *why)
+{
+    if (!st_py.live || st_py.finalized || st_py.forked_child)
+        return;
+    if (why)
+        st_session_not_followed(&st_py.session, pid, argv, argc, why);
+    if (pid == (long)getpid())
+        finalize_to(0, NULL);
+}
+
 static int start_session(st_msg_t *msg)
 {
     /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
@@ -403,6 +420,8 @@ static int start_session(st_msg_t *msg)
         /* Nothing ran: no results are written (the session removed the folder). */
         st_py.finalized = 1;
         st_pyexit_finished();
+    } else {
+        st_pyspawn_watch(program_started); /* without it: an exec loses the results */
     }
     return rc;
 }
@@ -559,8 +578,6 @@ static int fork_session(void)
 
 /* st_py_finalize, with the tables and notes written to `to` when it is not NULL
  * (else to the terminal kept at the start). */
-static void finalize_to(int flush_streams, FILE *to);
-
 void st_py_finalize(int flush_streams)
 {
     finalize_to(flush_streams, NULL);

@@ -298,6 +298,7 @@ void st_session_free(st_session_t *s)
 static void proc_free(st_tree_proc_t *p)
 {
     free(p->folder);
+    free(p->not_followed);
     for (size_t k = 0; k < p->ncommand; k++)
         free(p->command[k]);
     free(p->command);
@@ -332,6 +333,10 @@ static int parse_record(const char *line, size_t len, st_tree_proc_t *p)
             rc = st_jp_string(&jp, &val);
             if (rc == 0 && !(p->folder = strdup(st_strbuf_cstr(&val))))
                 rc = -1;
+        } else if (strcmp(k, "not_followed") == 0 && !p->not_followed) {
+            rc = st_jp_string(&jp, &val);
+            if (rc == 0 && !(p->not_followed = strdup(st_strbuf_cstr(&val))))
+                rc = -1;
         } else if (strcmp(k, "command") == 0 && !p->command) {
             rc = st_jp_arr_begin(&jp);
             while (rc == 0 && (more = st_jp_arr_next(&jp)) == 1) {
@@ -354,7 +359,10 @@ static int parse_record(const char *line, size_t len, st_tree_proc_t *p)
             rc = st_jp_skip(&jp);
         }
     }
-    if (rc == 0 && (more < 0 || !p->pid || !p->folder || strchr(p->folder, '/')))
+    /* a followed process has its pid and a folder of the tree's, one that is not
+     * followed has neither */
+    if (rc == 0 && (more < 0 || (p->not_followed ? p->folder != NULL
+                                                 : !p->pid || !p->folder || strchr(p->folder, '/'))))
         rc = -1;
     st_strbuf_free(&key);
     st_strbuf_free(&val);
@@ -395,34 +403,58 @@ int st_tree_read(const char *tree, st_tree_proc_t **out, size_t *n)
     return 0;
 }
 
+/* Appends one record line to the tree's processes.jsonl, in one write (processes
+ * never interleave); a line that cannot be written loses that line only. */
+static void record_line(const char *tree, long pid, long parent, const char *folder,
+                        const char *why, char *const *command, size_t ncommand)
+{
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_strbuf_printf(&b, "{\"pid\": %ld, \"parent\": %ld, ", pid, parent);
+    if (folder) {
+        st_strbuf_puts(&b, "\"folder\": ");
+        st_strbuf_json_string(&b, folder);
+    } else {
+        st_strbuf_puts(&b, "\"not_followed\": ");
+        st_strbuf_json_string(&b, why);
+    }
+    st_strbuf_puts(&b, ", \"command\": [");
+    for (size_t i = 0; i < ncommand; i++) {
+        if (i)
+            st_strbuf_puts(&b, ", ");
+        st_strbuf_json_string(&b, command[i]);
+    }
+    st_strbuf_puts(&b, "]}\n");
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" TREE_RECORD, tree);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0 && !b.failed) {
+        ssize_t w = write(fd, st_strbuf_cstr(&b), b.len);
+        (void)w;
+    }
+    if (fd >= 0)
+        close(fd);
+    st_strbuf_free(&b);
+}
+
 void st_session_follow(st_session_t *s, const char *tree, long parent)
 {
     snprintf(s->tree, sizeof s->tree, "%s", tree);
     s->tree_parent = parent;
     if (!parent)
         return;
-    st_strbuf_t b;
-    st_strbuf_init(&b);
     const char *folder = strrchr(s->outdir, '/');
-    st_strbuf_printf(&b, "{\"pid\": %ld, \"parent\": %ld, \"folder\": ", (long)getpid(), parent);
-    st_strbuf_json_string(&b, folder ? folder + 1 : s->outdir);
-    st_strbuf_puts(&b, ", \"command\": [");
-    for (size_t i = 0; i < s->ncommand; i++) {
-        if (i)
-            st_strbuf_puts(&b, ", ");
-        st_strbuf_json_string(&b, s->command[i]);
-    }
-    st_strbuf_puts(&b, "]}\n");
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/" TREE_RECORD, s->tree);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0 && !b.failed) {
-        ssize_t w = write(fd, st_strbuf_cstr(&b), b.len); /* a lost line loses the record only */
-        (void)w;
-    }
-    if (fd >= 0)
-        close(fd);
-    st_strbuf_free(&b);
+    record_line(s->tree, (long)getpid(), parent, folder ? folder + 1 : s->outdir, NULL,
+                s->command, s->ncommand);
+}
+
+void st_session_not_followed(st_session_t *s, long pid, char *const *command, size_t ncommand,
+                             const char *why)
+{
+    /* a process that becomes the program (exec) is its parent's child still */
+    long parent = pid == (long)getpid() ? s->tree_parent : (long)getpid();
+    if (*s->tree)
+        record_line(s->tree, pid, parent, NULL, why, command, ncommand);
 }
 
 int st_session_set_command(st_session_t *s, int argc, char *const *argv)
@@ -965,7 +997,7 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         for (size_t i = 0; i < s->nrec; i++) {
             const st_tree_proc_t *r = &s->children_rec[i];
             if (r->parent == m.pid)
-                kids[m.nchildren++] = (st_model_child_t){r->pid, r->folder,
+                kids[m.nchildren++] = (st_model_child_t){r->pid, r->folder, r->not_followed,
                                                          (const char *const *)r->command,
                                                          r->ncommand};
         }
@@ -1172,11 +1204,17 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));
+        size_t followed = 0;
+        char others[48] = "";
+        for (size_t i = 0; i < s->nrec; i++)
+            followed += s->children_rec[i].folder != NULL;
+        if (followed < s->nrec)
+            snprintf(others, sizeof others, "; %zu not followed", s->nrec - followed);
         if (*s->tree && !s->tree_parent && s->nrec)
             fprintf(tables, "[strata] %zu child process%s profiled, each into a folder "
-                            "process-<pid> of the results (their tree in " TREE_RECORD "; "
-                            "strata report shows it)\n",
-                    s->nrec, s->nrec == 1 ? "" : "es");
+                            "process-<pid> of the results%s (their tree in " TREE_RECORD
+                            "; strata report shows it)\n",
+                    followed, followed == 1 ? "" : "es", others);
         if (s->tracing)
             st_session_print_trace_summary(tables, NULL, s, s->trace_stats);
         if (s->sampling)

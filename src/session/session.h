@@ -105,8 +105,10 @@ void st_session_free(st_session_t *s);
 
 /* One process of a followed tree's record (processes.jsonl). */
 typedef struct st_tree_proc {
-    long pid, parent;
-    char *folder;            /* its results folder's name, in the tree's folder */
+    long pid, parent;        /* pid 0: not known (a program started by subprocess) */
+    char *folder;            /* its results folder's name, in the tree's folder; NULL
+                              * for a process that is not followed */
+    char *not_followed;      /* why it is not followed ("not Python"), or NULL */
     char **command;
     size_t ncommand;
 } st_tree_proc_t;
@@ -122,6 +124,12 @@ void st_tree_free(st_tree_proc_t *v, size_t n);
  * lists its own children from it in profile.json (metadata.children) and, at the
  * top, says on the terminal how many processes were profiled. */
 void st_session_follow(st_session_t *s, const char *tree, long parent);
+
+/* A process this run starts (or becomes, by exec) that the tree does not follow:
+ * named in the tree's record with its command line and why (pid 0 when not known).
+ * Nothing when the run is not part of a followed tree. */
+void st_session_not_followed(st_session_t *s, long pid, char *const *command, size_t ncommand,
+                             const char *why);
 
 /* Records the command line for the metadata (copied). */
 int st_session_set_command(st_session_t *s, int argc, char *const *argv);
