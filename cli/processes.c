@@ -41,21 +41,26 @@ static int *depths_of(const st_tree_proc_t *v, size_t n)
     return d;
 }
 
-/* The children's profiles merged, each process's threads as the rank of its pid. */
-static int merge_children(const char *dir, const st_tree_proc_t *v, size_t n, st_profile_t *out,
-                          size_t *merged, st_msg_t *msg)
+/* The profiles of the tree's processes that have results merged into *out, each
+ * process's threads as the rank of its pid: the run's own (<dir>/profile.json)
+ * first when with_top, then the children's. *merged: how many children. */
+static int merge_tree(const char *dir, int with_top, const st_tree_proc_t *v, size_t n,
+                      st_profile_t *out, size_t *merged, st_msg_t *msg)
 {
     st_merger_t mg;
     if (st_merge_begin(&mg, out, 0) < 0)
         return st_msg_set(msg, ST_ENOMEM, "out of memory merging");
     int rc = 0;
     *merged = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = with_top ? 0 : 1; i <= n && rc == 0; i++) {
         char path[PATH_MAX];
         struct stat st;
-        if (!v[i].folder)
+        if (i == 0)
+            snprintf(path, sizeof path, "%s/profile.json", dir);
+        else if (v[i - 1].folder)
+            snprintf(path, sizeof path, "%s/%s/profile.json", dir, v[i - 1].folder);
+        else
             continue; /* not followed */
-        snprintf(path, sizeof path, "%s/%s/profile.json", dir, v[i].folder);
         if (stat(path, &st) != 0)
             continue; /* still running, or ended without writing: listed as such */
         st_profile_t one;
@@ -65,12 +70,12 @@ static int merge_children(const char *dir, const st_tree_proc_t *v, size_t n, st
         }
         for (size_t t = 0; t < one.nthreads; t++) {
             one.threads[t].has_rank = 1;
-            one.threads[t].rank = (uint32_t)v[i].pid;
+            one.threads[t].rank = (uint32_t)(i ? v[i - 1].pid : one.model.pid);
         }
         if (st_merge_add(&mg, &one.model) < 0)
             rc = st_msg_set(msg, ST_ENOMEM, "out of memory merging");
         else
-            (*merged)++;
+            *merged += i > 0;
         st_profile_free(&one);
     }
     if (rc == 0 && st_merge_end(&mg) < 0)
@@ -80,6 +85,46 @@ static int merge_children(const char *dir, const st_tree_proc_t *v, size_t n, st
         st_profile_free(out);
     }
     return rc;
+}
+
+int st_cli_tree_load(const char *dir, st_cli_tree_t *t, st_msg_t *msg)
+{
+    memset(t, 0, sizeof *t);
+    if (st_tree_read(dir, &t->procs, &t->nprocs) < 0 || t->nprocs == 0) {
+        st_cli_tree_free(t);
+        return 0;
+    }
+    if (!(t->kids = calloc(t->nprocs, sizeof *t->kids))) {
+        st_cli_tree_free(t);
+        return st_msg_set(msg, ST_ENOMEM, "out of memory");
+    }
+    size_t merged;
+    int rc = merge_tree(dir, 1, t->procs, t->nprocs, &t->merged, &merged, msg);
+    if (rc < 0) {
+        free(t->kids);
+        st_tree_free(t->procs, t->nprocs);
+        memset(t, 0, sizeof *t);
+        return rc;
+    }
+    for (size_t i = 0; i < t->nprocs; i++) {
+        const st_tree_proc_t *r = &t->procs[i];
+        t->kids[i] = (st_model_child_t){r->pid, r->parent, r->folder, r->not_followed,
+                                        (const char *const *)r->command, r->ncommand};
+    }
+    t->merged.model.children = t->kids;
+    t->merged.model.nchildren = t->nprocs;
+    t->merged.model.ranks_are_pids = 1;
+    t->loaded = 1;
+    return 1;
+}
+
+void st_cli_tree_free(st_cli_tree_t *t)
+{
+    if (t->loaded)
+        st_profile_free(&t->merged);
+    free(t->kids);
+    st_tree_free(t->procs, t->nprocs);
+    memset(t, 0, sizeof *t);
 }
 
 /* Where process i's results are: its folder, or why there are none. */
@@ -159,7 +204,7 @@ int st_cli_report_processes(const char *dir, st_strbuf_t *out, int precision, st
 
     st_profile_t merged;
     size_t nmerged = 0;
-    int rc = merge_children(dir, v, n, &merged, &nmerged, msg);
+    int rc = merge_tree(dir, 0, v, n, &merged, &nmerged, msg);
     st_tree_free(v, n);
     if (rc < 0)
         return rc;

@@ -81,6 +81,16 @@ int st_report_main(int argc, char **argv)
     o.ro.title = st_output_title(&p.model, "strata profile");
     int several = (mask & (mask - 1)) != 0;
     int status = 0;
+    /* the HTML report of a run that followed its children: the whole tree */
+    st_cli_tree_t tree = {0};
+    unsigned html = 1u << ST_FMT_HTML;
+    if ((mask & html) && is_dir(arg) && st_cli_tree_load(arg, &tree, &msg) < 0) {
+        st_profile_free(&p);
+        free(ids);
+        free(o.inputs);
+        return st_cli_fail(msg.text);
+    }
+    const st_model_t *html_model = tree.loaded ? &tree.merged.model : &p.model;
     if (several || (!o.out && !(mask & (1u << ST_FMT_TEXT)))) {
         /* files into a folder: -o, else the result's own */
         char dir[PATH_MAX];
@@ -93,7 +103,11 @@ int st_report_main(int argc, char **argv)
         st_strbuf_init(&errors);
         if (o.out && st_fs_make_dirs(dir) != 0)
             status = st_cli_failf(&msg, ST_EIO, "cannot create the folder '%s'", dir);
-        else if (st_formats_write_dir(&p.model, mask, dir, &o.ro, &written, &errors, &msg) < 0)
+        else if ((mask & ~html) && st_formats_write_dir(&p.model, mask & ~html, dir, &o.ro,
+                                                        &written, &errors, &msg) < 0)
+            status = st_cli_failed_files(&written, &errors, &msg);
+        else if ((mask & html) && st_formats_write_dir(html_model, html, dir, &o.ro, &written,
+                                                       &errors, &msg) < 0)
             status = st_cli_failed_files(&written, &errors, &msg);
         else
             fprintf(stderr, "%s", st_strbuf_cstr(&written));
@@ -108,7 +122,8 @@ int st_report_main(int argc, char **argv)
             st_strbuf_t buf;
             st_strbuf_init(&buf);
             st_strbuf_stream(&buf, stdout);
-            rc = st_format_render(&buf, &p.model, (st_format_t)f, &o.ro, &msg);
+            rc = st_format_render(&buf, f == ST_FMT_HTML ? html_model : &p.model,
+                                  (st_format_t)f, &o.ro, &msg);
             if (rc == 0 && f == ST_FMT_TEXT && is_dir(arg)) /* its run's child processes */
                 rc = st_cli_report_processes(arg, &buf, o.ro.precision, &msg);
             if (rc < 0 && !buf.sink_errno)
@@ -122,7 +137,8 @@ int st_report_main(int argc, char **argv)
                 st_fs_out_open(&fo, o.out, &msg) < 0) {
                 status = st_cli_fail(msg.text);
             } else {
-                rc = st_format_render(&fo.buf, &p.model, (st_format_t)f, &o.ro, &msg);
+                rc = st_format_render(&fo.buf, f == ST_FMT_HTML ? html_model : &p.model,
+                                      (st_format_t)f, &o.ro, &msg);
                 if (rc == 0 && f == ST_FMT_TEXT && is_dir(arg))
                     rc = st_cli_report_processes(arg, &fo.buf, o.ro.precision, &msg);
                 if (rc < 0 && !fo.buf.sink_errno) {
@@ -134,6 +150,7 @@ int st_report_main(int argc, char **argv)
             }
         }
     }
+    st_cli_tree_free(&tree);
     st_profile_free(&p);
     free(ids);
     free(o.inputs);

@@ -316,3 +316,52 @@ def test_exec_writes_results(runner: Runner):
         assert "[strata] results in" in res.stderr
     rec = json.loads((runner.dir / "out-on" / "processes.jsonl").read_text())
     assert rec["command"] == ["echo", "now echo"] and rec["not_followed"] == "not Python"
+
+
+def test_html_report_of_the_tree(runner: Runner):
+    """strata report -f html on a folder whose run followed its children: one page of
+    the whole tree, each process's threads as its own (by pid), the tree's table
+    (the programs not followed too), the pool's work summed over the workers; in
+    Chromium, a click on a process shows its profile alone."""
+    import re
+    import shutil
+    import subprocess
+    runner.write("pool.py", POOL + "\n    import subprocess\n    subprocess.run(['true'])\n")
+    res = runner.strata("-o", "out", "pool.py", "fork")
+    assert res.returncode == 0, res.describe()
+    results = runner.dir / "out"
+    kids = children(results)
+    top = load_profile(results)["metadata"]["pid"]
+    page = runner.dir / "tree.html"
+    rep = runner.run([STRATA, "report", results, "--format", "html", "-o", page])
+    assert rep.returncode == 0, rep.describe()
+    html = page.read_text()
+    data = json.loads(re.search(r'id="strata-data">(.*?)</script>', html, re.S).group(1))
+    records = [json.loads(line) for line in (results / "processes.jsonl").read_text().splitlines()]
+    assert [p[0] for p in data["processes"]] == [top] + [r["pid"] for r in records]
+    assert data["processes"][-1][2:4] == [None, "not Python"]
+    assert {t["rank"] for t in data["threads"]} == {top} | set(kids)
+    work = data["labels"].index("work")
+    calls = sum(t["nodes"][7 * i + 2] for t in data["threads"]
+                for i in range(len(t["nodes"]) // 7) if t["nodes"][7 * i + 1] == work)
+    assert calls == 20
+    assert f"{len(kids) + 1} processes with results" in html
+    # several formats: the page is the tree's, the other formats the run's own
+    both = runner.run([STRATA, "report", results, "--format", "html,json", "-o", "two"])
+    assert both.returncode == 0, both.describe()
+    assert (runner.dir / "two" / "report.html").read_text().count('"processes":') == 1
+    assert "work" not in labels(json.loads((runner.dir / "two" / "profile.json").read_text()))
+    browser = shutil.which("chromium")
+    if not browser:
+        return  # the page's behaviour is test_report.py's Chromium test's, where it runs
+    r = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--disable-dev-shm-usage", f"--user-data-dir={runner.dir / '_chrome'}",
+                        "--virtual-time-budget=5000", "--dump-dom", page.as_uri() + "#selftest"],
+                       capture_output=True, text=True, timeout=90, env=runner.env({"LD_PRELOAD": None}))
+    body = re.search(r"<body[^>]*>", r.stdout)
+    assert r.returncode == 0 and body, r.stderr[-2000:]
+    attrs = dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', body.group(0)))
+    assert attrs["data-errors"] == "" and attrs["data-processes"] == str(len(records) + 1), attrs
+    shown = attrs["data-process-click"]
+    assert re.fullmatch(r"process \d+ thread 0 \(MainThread\):\d+", shown), attrs
+    assert int(shown.split()[1]) in kids, attrs

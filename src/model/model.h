@@ -128,6 +128,7 @@ typedef struct st_model_memtime {
 /* A child process of the run, recorded when it began (STRATA_FOLLOW_CHILDREN). */
 typedef struct {
     long pid;                    /* 0: not known (a program that is not followed) */
+    long parent;                 /* its parent's pid */
     const char *folder;          /* its results folder, in the top run's; NULL when
                                   * it is not followed */
     const char *not_followed;    /* why it is not followed, or NULL */
@@ -157,6 +158,8 @@ typedef struct {
     int has_rank;               /* 1: the process was MPI rank `rank` */
     uint32_t rank;
     uint32_t nranks;            /* ranks merged into this model (0: not a merge of ranks) */
+    int ranks_are_pids;         /* 1: each rank is a process of a followed tree, its pid
+                                 * (children: the tree's every process) */
     uint32_t nruns;             /* runs summed into this model (0 or 1: one run) */
     const st_model_child_t *children; /* the process's children that were followed */
     size_t nchildren;

@@ -103,6 +103,43 @@ static int write_views(st_strbuf_t *out, const st_model_t *m, int timer)
     return 0;
 }
 
+/* A followed tree's processes (its ranks are their pids): "processes": [[pid,
+ * parent, folder or null, why it is not followed or null, command line], ...] in
+ * the record's order, the run's own first (pid 0: not known). */
+static void write_processes(st_strbuf_t *out, const st_model_t *m)
+{
+    st_strbuf_t cmd;
+    st_strbuf_init(&cmd);
+    st_strbuf_printf(out, ",\"processes\":[[%ld,0,\"\",null,", m->pid);
+    for (size_t k = 0; k < m->ncommand; k++)
+        st_strbuf_printf(&cmd, "%s%s", k ? " " : "", m->command[k]);
+    st_html_json_string(out, st_strbuf_cstr(&cmd));
+    st_strbuf_putc(out, ']');
+    for (size_t i = 0; i < m->nchildren; i++) {
+        const st_model_child_t *c = &m->children[i];
+        st_strbuf_printf(out, ",[%ld,%ld,", c->pid, c->parent);
+        if (c->folder)
+            st_html_json_string(out, c->folder);
+        else
+            st_strbuf_puts(out, "null");
+        st_strbuf_putc(out, ',');
+        if (c->not_followed)
+            st_html_json_string(out, c->not_followed);
+        else
+            st_strbuf_puts(out, "null");
+        st_strbuf_putc(out, ',');
+        st_strbuf_reset(&cmd);
+        for (size_t k = 0; k < c->ncommand; k++)
+            st_strbuf_printf(&cmd, "%s%s", k ? " " : "", c->command[k]);
+        st_html_json_string(out, st_strbuf_cstr(&cmd));
+        st_strbuf_putc(out, ']');
+    }
+    if (cmd.failed)
+        out->failed = 1;
+    st_strbuf_free(&cmd);
+    st_strbuf_putc(out, ']');
+}
+
 static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
 {
     int timer = st_model_timer(m);
@@ -163,6 +200,8 @@ static int write_data(st_strbuf_t *out, const st_model_t *m, const char *title)
         free(self);
     }
     st_strbuf_puts(out, "]");
+    if (m->ranks_are_pids)
+        write_processes(out, m);
     int rc = write_views(out, m, timer);
     st_strbuf_puts(out, "}");
     return rc;
@@ -188,7 +227,8 @@ int st_html_write(st_strbuf_t *out, const st_model_t *m, const char *title)
         st_strbuf_puts(out, " &middot; ");
     }
     if (m->nranks)
-        st_strbuf_printf(out, "%u ranks &middot; ", m->nranks);
+        st_strbuf_printf(out, "%u %s &middot; ", m->nranks,
+                         m->ranks_are_pids ? "processes with results" : "ranks");
     if (m->nruns > 1)
         st_strbuf_printf(out, "%u runs &middot; ", m->nruns);
     st_strbuf_puts(out, "strata " STRATA_VERSION "</span>"
@@ -199,9 +239,15 @@ int st_html_write(st_strbuf_t *out, const st_model_t *m, const char *title)
                         "placeholder=\"function name\"></label><span id=\"matches\"></span>"
                         "</header>\n<main>\n<div id=\"crumbs\"></div>\n"
                         "<div id=\"graphbox\"><canvas id=\"graph\"></canvas></div>\n"
-                        "<section id=\"lbbox\"><h2>Load balance across ranks</h2><p "
+                        "<section id=\"procbox\"><h2>Processes</h2><p class=\"note\">"
+                        "The run's process tree (processes.jsonl); click a process to show "
+                        "its profile alone.</p><table class=\"stats\"><thead><tr><th>process"
+                        "</th><th>parent</th><th class=\"name\">results</th><th class=\"name\">"
+                        "command</th></tr></thead>"
+                        "<tbody id=\"procrows\"></tbody></table></section>\n"
+                        "<section id=\"lbbox\"><h2 id=\"lbtitle\">Load balance across ranks</h2><p "
                         "class=\"note\">The total time of <select id=\"lbfn\"></select> in "
-                        "each rank (what it called included, recursion counted once); click a "
+                        "each <span id=\"lbunit\">rank</span> (what it called included, recursion counted once); click a "
                         "function in the table to show it. <span id=\"lbnote\"></span></p>"
                         "<canvas id=\"lbchart\"></canvas></section>\n"
                         "<h2>Functions</h2><p class=\"note\">Click a column to sort. Total "

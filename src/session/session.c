@@ -997,7 +997,8 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         for (size_t i = 0; i < s->nrec; i++) {
             const st_tree_proc_t *r = &s->children_rec[i];
             if (r->parent == m.pid)
-                kids[m.nchildren++] = (st_model_child_t){r->pid, r->folder, r->not_followed,
+                kids[m.nchildren++] = (st_model_child_t){r->pid, r->parent, r->folder,
+                                                         r->not_followed,
                                                          (const char *const *)r->command,
                                                          r->ncommand};
         }

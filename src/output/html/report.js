@@ -78,6 +78,11 @@
 
   var threadSel = $("thread"), rankSel = $("rank");
   var ranks = [];
+  /* a followed process tree's result: its ranks are its processes, by pid */
+  var UNIT = D.processes ? "process" : "rank", UNITS = D.processes ? "processes" : "ranks";
+  $("rankbox").firstChild.textContent = UNIT + " ";
+  $("lbtitle").textContent = "Load balance across " + UNITS;
+  $("lbunit").textContent = UNIT;
   D.threads.forEach(function (th) { if (th.rank !== null && ranks.indexOf(th.rank) < 0) ranks.push(th.rank); });
   ranks.sort(function (a, b) { return a - b; });
   function option(sel, value, text) {
@@ -85,8 +90,8 @@
     o.value = value; o.textContent = text; sel.appendChild(o);
   }
   if (ranks.length) {
-    option(rankSel, "all", "all ranks (" + ranks.length + ")");
-    ranks.forEach(function (r) { option(rankSel, String(r), "rank " + r); });
+    option(rankSel, "all", "all " + UNITS + " (" + ranks.length + ")");
+    ranks.forEach(function (r) { option(rankSel, String(r), UNIT + " " + r); });
   } else {
     $("rankbox").style.display = "none";
   }
@@ -380,15 +385,15 @@
     var my = top + plot - (max > 0 ? plot * mean / max : 0);
     g.beginPath(); g.moveTo(4, my); g.lineTo(w - 4, my); g.stroke(); g.setLineDash([]);
     g.fillStyle = "#333"; g.font = "11px sans-serif";
-    g.fillText("rank " + ranks[0], 4, h - 3);
-    var last = "rank " + ranks[ranks.length - 1];
+    g.fillText(UNIT + " " + ranks[0], 4, h - 3);
+    var last = UNIT + " " + ranks[ranks.length - 1];
     g.fillText(last, w - 4 - g.measureText(last).width, h - 3);
     g.fillText("mean " + fmt(mean), 6, top - 3);
     lbBars = v.length;
-    $("lbnote").textContent = "max " + fmt(max) + " (rank " + ranks[hi] + "), min " +
-      fmt(v[lo][0]) + " (rank " + ranks[lo] + "), mean " + fmt(mean) + ", imbalance " +
+    $("lbnote").textContent = "max " + fmt(max) + " (" + UNIT + " " + ranks[hi] + "), min " +
+      fmt(v[lo][0]) + " (" + UNIT + " " + ranks[lo] + "), mean " + fmt(mean) + ", imbalance " +
       (max > 0 ? (100 * (max - mean) / max).toFixed(1) : "0.0") + "%" +
-      (idle ? ", " + idle + " of " + v.length + " ranks never ran it" : "");
+      (idle ? ", " + idle + " of " + v.length + " " + UNITS + " never ran it" : "");
   }
   function showBalance(label) {
     if (ranks.length < 2) return;
@@ -398,8 +403,10 @@
     lbfn.value = String(label);
     drawBalance();
   }
-  /* the choices: the functions with the most total time; first, the one whose
-   * slowest rank is furthest above the mean (the time the imbalance costs) */
+  /* the choices: the functions with the most total time; first, of those that ran
+   * in two ranks or more (one that a single rank runs, a coordinator's, is no
+   * question of balance), the one whose slowest rank is furthest above the mean
+   * (the time the imbalance costs) */
   function fillBalance() {
     if (ranks.length < 2) return;
     $("lbbox").style.display = "block";
@@ -408,12 +415,13 @@
     var best = -1, bestImb = -1;
     top.forEach(function (r) {
       option(lbfn, String(r.label), r.name);
-      var v = rankTotals(r.label), max = 0, sum = 0;
-      v.forEach(function (x) { sum += x[0]; if (x[0] > max) max = x[0]; });
-      var imb = max - sum / v.length;
+      var v = rankTotals(r.label), max = 0, sum = 0, ran = 0;
+      v.forEach(function (x) { sum += x[0]; if (x[0] > max) max = x[0]; if (x[1]) ran++; });
+      var imb = ran >= 2 ? max - sum / v.length : -1;
       if (imb > bestImb + 1e-9) { bestImb = imb; best = r.label; }
     });
     lbfn.onchange = function () { showBalance(Number(lbfn.value)); };
+    if (best < 0 && top.length) best = top[0].label;
     if (best >= 0) showBalance(best);
   }
 
@@ -423,7 +431,7 @@
   function refresh() {
     var sel = selected();
     rootName = sel.length === 1
-      ? (sel[0].rank !== null ? "rank " + sel[0].rank + " " : "") + "thread " + sel[0].index +
+      ? (sel[0].rank !== null ? UNIT + " " + sel[0].rank + " " : "") + "thread " + sel[0].index +
         (sel[0].name ? " (" + sel[0].name + ")" : "")
       : "all";
     tree = buildTree(sel);
@@ -446,6 +454,35 @@
     $("weighbox").style.display = "none";
   }
   rankSel.onchange = function () { fillThreads(); refresh(); };
+
+  /* The process tree: one row a process, under its parent; a click on one with
+   * results shows its profile alone (the rank selector). */
+  var procRows = [];
+  function fillProcesses() {
+    if (!D.processes) return;
+    $("procbox").style.display = "block";
+    var depth = new Map(), body = $("procrows");
+    D.processes.forEach(function (p) {
+      var d = depth.has(p[1]) ? depth.get(p[1]) + 1 : 0;
+      if (p[0] && p[2] !== null && !depth.has(p[0])) depth.set(p[0], d);
+      var tr = document.createElement("tr"), has = ranks.indexOf(p[0]) >= 0 && p[2] !== null;
+      [(d ? "\u00a0\u00a0".repeat(d) + "\u2514 " : "") + (p[0] || "-"), p[1] || "",
+       p[3] !== null ? "not followed: " + p[3] : has ? (p[2] ? p[2] + "/" : "the run's folder") : (p[2] || "") + "/ (no results)",
+       p[4]].forEach(function (text, i) {
+        var td = document.createElement("td");
+        td.textContent = text;
+        if (i >= 2) td.className = "name";
+        tr.appendChild(td);
+      });
+      if (has) {
+        tr.className = "click";
+        tr.onclick = function () { rankSel.value = String(p[0]); rankSel.onchange(); };
+      }
+      body.appendChild(tr);
+      procRows.push(tr);
+    });
+  }
+  fillProcesses();
   $("search").addEventListener("input", function (e) { search = e.target.value.toLowerCase(); draw(); });
   window.addEventListener("resize", function () { draw(); drawBalance(); });
   fillBalance();
@@ -471,6 +508,15 @@
     document.body.setAttribute("data-rows", String(rowsData.length));
     document.body.setAttribute("data-root", rootName);
     document.body.setAttribute("data-balance", lbLabel >= 0 ? D.labels[lbLabel] + ":" + lbBars : "none");
+    /* the process tree: its rows, and what a click on the last one with results shows */
+    var clickable = procRows.filter(function (tr) { return tr.onclick; });
+    if (clickable.length) {
+      clickable[clickable.length - 1].onclick();
+      document.body.setAttribute("data-process-click", rootName + ":" + rowsData.length);
+      rankSel.value = "all";
+      rankSel.onchange();
+    }
+    document.body.setAttribute("data-processes", String(procRows.length));
     /* weighed by each other metric in turn: its name, the graph's total and the unit
      * shown for it */
     var weighs = [];
