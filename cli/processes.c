@@ -32,7 +32,8 @@ static int *depths_of(const st_tree_proc_t *v, size_t n)
         }
     for (size_t i = 0; d && i < n; i++) {
         uint32_t j = st_u64map_get(&index, (uint64_t)v[i].parent);
-        for (size_t hops = 0; j != UINT32_MAX && hops < n; hops++) {
+        /* (a parent of its own: an interpreter that a process became by exec) */
+        for (size_t hops = 0; j != UINT32_MAX && j != i && hops < n; hops++) {
             d[i]++;
             j = st_u64map_get(&index, (uint64_t)v[j].parent);
         }

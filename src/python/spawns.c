@@ -15,6 +15,10 @@
 
 static st_pyspawn_fn started_cb;
 static int hooked;
+/* The arguments of this thread's last subprocess.Popen event (a reference): where
+ * Popen starts the program by os.posix_spawn (3.13+, often), that event comes
+ * next with the same list, and is the same start. */
+static _Thread_local PyObject *popen_args;
 static char own_exe[PATH_MAX]; /* this process's interpreter, resolved; "" if unknown */
 
 /* A str or bytes as a C string (malloc'd), NULL for anything else: a path object
@@ -176,12 +180,17 @@ static int hook(const char *event, PyObject *args, void *unused)
     if (!started_cb || (event[0] != 's' && event[0] != 'o') || !PyTuple_Check(args))
         return 0;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (strcmp(event, "subprocess.Popen") == 0 && n == 4)
+    if (strcmp(event, "subprocess.Popen") == 0 && n == 4) {
+        Py_XSETREF(popen_args, Py_NewRef(PyTuple_GET_ITEM(args, 1)));
         judge(0, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2),
               PyTuple_GET_ITEM(args, 3));
-    else if (strcmp(event, "os.posix_spawn") == 0 && n == 3)
-        judge(0, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), NULL,
-              PyTuple_GET_ITEM(args, 2));
+    } else if (strcmp(event, "os.posix_spawn") == 0 && n == 3) {
+        int popen = PyTuple_GET_ITEM(args, 1) == popen_args;
+        Py_CLEAR(popen_args);
+        if (!popen)
+            judge(0, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), NULL,
+                  PyTuple_GET_ITEM(args, 2));
+    }
     else if (strcmp(event, "os.exec") == 0 && n == 3)
         judge((long)getpid(), PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), NULL,
               PyTuple_GET_ITEM(args, 2));
