@@ -12,6 +12,17 @@ robin; the CPU time (user + sys) of the whole process tree comes from wait4 (the
 children's is their parent's, as they are waited for). Per child, in the same rounds
 (medians): what following adds, (followed - not followed) / N, the CPU of a child as
 the plain program starts it, plain's / N, and their ratio. Wall time likewise.
+
+    python bench/children_bench.py --audit [-n ROUNDS] [--python PY] [--strata S]
+
+What strata's audit hook (src/python/spawns.c: it names the programs that are not
+followed, and writes the results before an exec) adds to every audited event of
+every run: a loop of 2,000,000 calls of sys._getframe (audited: CPython builds the
+event's arguments and calls the hook) and of sys.getrecursionlimit (not audited),
+each run plain and under `strata python` with STRATA_PROFILE=OFF (the hook, no
+profile), round robin; the loops time themselves (process time, ns a call). The
+hook's cost an event: strata's added time on the audited loop less its added time
+on the other (medians).
 """
 
 import argparse
@@ -59,13 +70,61 @@ def cpu_wall(cmd, cwd):
     return ru.ru_utime + ru.ru_stime, wall
 
 
+LOOP = textwrap.dedent("""
+    import sys
+    import time
+
+    call = sys._getframe if sys.argv[1] == "audited" else sys.getrecursionlimit
+    n = int(sys.argv[2])
+    t = time.process_time()
+    for _ in range(n):
+        call()
+    print((time.process_time() - t) / n * 1e9)
+""")
+
+
+def audit(a):
+    """The audit hook's cost an audited event (see the module's text)."""
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        prog = os.path.join(tmp, "loop.py")
+        with open(prog, "w") as f:
+            f.write(LOOP)
+        for r in range(a.rounds + 1):
+            for which in ("audited", "other"):
+                for how in ("plain", "strata"):
+                    cmd = [a.python, prog, which, "2000000"] if how == "plain" else \
+                        [a.strata, "python", "-o", os.path.join(tmp, f"r{r}{which}"), prog,
+                         which, "2000000"]
+                    out = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True,
+                                         env=dict(os.environ, STRATA_PROFILE="OFF",
+                                                  STRATA_PRINT_TABLES="OFF"))
+                    if out.returncode != 0:
+                        raise SystemExit(f"children_bench: {cmd} failed: {out.stderr}")
+                    if r:  # the first round warms the caches up
+                        rows.setdefault((which, how), []).append(float(out.stdout))
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    added = {w: med[(w, "strata")] - med[(w, "plain")] for w in ("audited", "other")}
+    print("| loop | plain, a call | strata (hook only), a call | added |")
+    print("|---|---:|---:|---:|")
+    for w, name in (("audited", "sys._getframe (audited)"), ("other", "sys.getrecursionlimit")):
+        print(f"| {name} | {med[(w, 'plain')]:.1f} ns | {med[(w, 'strata')]:.1f} ns | "
+              f"{added[w]:+.1f} ns |")
+    print(f"\nthe hook an audited event: {added['audited'] - added['other']:.1f} ns "
+          f"(medians of {a.rounds} rounds)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--rounds", type=int, default=7)
     ap.add_argument("--children", type=int, default=10)
+    ap.add_argument("--audit", action="store_true",
+                    help="measure the audit hook's cost an audited event instead")
     ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
     ap.add_argument("--strata", default=os.path.join(ROOT, ".venv", "bin", "strata"))
     a = ap.parse_args()
+    if a.audit:
+        return audit(a)
     print(f"children_bench: {a.rounds} rounds of {a.children} children a way, "
           f"python {a.python}", file=sys.stderr)
     print("| start method | plain CPU a child | followed: added CPU a child | ratio | "
