@@ -106,14 +106,20 @@ static int write_views(st_strbuf_t *out, const st_model_t *m, int timer)
 /* A followed tree's processes (its ranks are their pids): "processes": [[pid,
  * parent, folder or null, why it is not followed or null, command line], ...] in
  * the record's order, the run's own first (pid 0: not known). */
+static void put_command(st_strbuf_t *out, st_strbuf_t *cmd, const char *const *argv, size_t n)
+{
+    st_strbuf_reset(cmd);
+    for (size_t k = 0; k < n; k++)
+        st_strbuf_printf(cmd, "%s%s", k ? " " : "", argv[k]);
+    st_html_json_string(out, st_strbuf_cstr(cmd));
+}
+
 static void write_processes(st_strbuf_t *out, const st_model_t *m)
 {
     st_strbuf_t cmd;
     st_strbuf_init(&cmd);
     st_strbuf_printf(out, ",\"processes\":[[%ld,0,\"\",null,", m->pid);
-    for (size_t k = 0; k < m->ncommand; k++)
-        st_strbuf_printf(&cmd, "%s%s", k ? " " : "", m->command[k]);
-    st_html_json_string(out, st_strbuf_cstr(&cmd));
+    put_command(out, &cmd, m->command, m->ncommand);
     st_strbuf_putc(out, ']');
     for (size_t i = 0; i < m->nchildren; i++) {
         const st_model_child_t *c = &m->children[i];
@@ -128,10 +134,7 @@ static void write_processes(st_strbuf_t *out, const st_model_t *m)
         else
             st_strbuf_puts(out, "null");
         st_strbuf_putc(out, ',');
-        st_strbuf_reset(&cmd);
-        for (size_t k = 0; k < c->ncommand; k++)
-            st_strbuf_printf(&cmd, "%s%s", k ? " " : "", c->command[k]);
-        st_html_json_string(out, st_strbuf_cstr(&cmd));
+        put_command(out, &cmd, c->command, c->ncommand);
         st_strbuf_putc(out, ']');
     }
     if (cmd.failed)
