@@ -314,6 +314,7 @@ def test_exec_writes_results(runner: Runner):
         assert labels(load_profile(results))["before"] == 1
         assert not (results / "incomplete.txt").exists()
         assert "[strata] results in" in res.stderr
+        assert "not followed" not in res.stderr  # the run itself became echo: no child
     rec = json.loads((runner.dir / "out-on" / "processes.jsonl").read_text())
     assert rec["command"] == ["echo", "now echo"] and rec["not_followed"] == "not Python"
 

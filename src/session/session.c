@@ -1205,13 +1205,17 @@ int st_session_write(st_session_t *s, const double ns_per_tick[ST_NTIMERS],
         if (fail.n == 0)
             fprintf(tables, "[strata] results in %s\n",
                     st_text_printable(shown, sizeof shown, s->outdir_shown));
-        size_t followed = 0;
+        /* the tree's processes, but the run itself when it became a program (exec) */
+        size_t followed = 0, others_n = 0;
         char others[48] = "";
-        for (size_t i = 0; i < s->nrec; i++)
-            followed += s->children_rec[i].folder != NULL;
-        if (followed < s->nrec)
-            snprintf(others, sizeof others, "; %zu not followed", s->nrec - followed);
-        if (*s->tree && !s->tree_parent && s->nrec)
+        for (size_t i = 0; i < s->nrec; i++) {
+            const st_tree_proc_t *r = &s->children_rec[i];
+            followed += r->folder != NULL;
+            others_n += !r->folder && r->pid != (long)getpid();
+        }
+        if (others_n)
+            snprintf(others, sizeof others, "; %zu not followed", others_n);
+        if (*s->tree && !s->tree_parent && followed + others_n)
             fprintf(tables, "[strata] %zu child process%s profiled, each into a folder "
                             "process-<pid> of the results%s (their tree in " TREE_RECORD
                             "; strata report shows it)\n",
