@@ -180,6 +180,17 @@ void st_strbuf_json_string(st_strbuf_t *b, const char *s)
     st_strbuf_putc(b, '"');
 }
 
+void st_strbuf_json_strings(st_strbuf_t *b, const char *const *v, size_t n)
+{
+    st_strbuf_putc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            st_strbuf_puts(b, ", ");
+        st_strbuf_json_string(b, v[i]);
+    }
+    st_strbuf_putc(b, ']');
+}
+
 /* The escape of one control character c (C0, DEL or a C1 code point). */
 static void put_control(st_strbuf_t *b, unsigned c)
 {

@@ -47,6 +47,8 @@ const char *st_strbuf_cstr(st_strbuf_t *b);
 /* Appends s as a JSON string literal, quotes included, escaping everything JSON
  * requires and any byte that is not printable ASCII or valid UTF-8 (as \uFFFD). */
 void st_strbuf_json_string(st_strbuf_t *b, const char *s);
+/* Appends the n strings of v as a JSON array of string literals: ["a", "b"]. */
+void st_strbuf_json_strings(st_strbuf_t *b, const char *const *v, size_t n);
 /* Appends s for a terminal or a text file: printable ASCII and valid UTF-8 as
  * they are; control characters (C0, DEL, and C1 such as U+009B) as \n, \t, \r,
  * \e, \xNN or \u00NN; bytes that are not valid UTF-8 as \xNN. Nothing in the

@@ -29,13 +29,9 @@ static void put_ns(st_strbuf_t *out, const char *key, uint64_t ticks, double k)
 
 static void write_metadata(st_strbuf_t *out, const st_model_t *m)
 {
-    st_strbuf_puts(out, "  \"metadata\": {\n    \"command\": [");
-    for (size_t i = 0; i < m->ncommand; i++) {
-        if (i)
-            st_strbuf_puts(out, ", ");
-        st_strbuf_json_string(out, m->command[i]);
-    }
-    st_strbuf_puts(out, "],\n    \"python_version\": ");
+    st_strbuf_puts(out, "  \"metadata\": {\n    \"command\": ");
+    st_strbuf_json_strings(out, m->command, m->ncommand);
+    st_strbuf_puts(out, ",\n    \"python_version\": ");
     st_strbuf_json_string(out, m->python_version ? m->python_version : "");
     st_strbuf_printf(out, ",\n    \"pid\": %ld,\n    \"host\": ", m->pid);
     st_strbuf_json_string(out, m->host ? m->host : "");
@@ -64,13 +60,9 @@ static void write_metadata(st_strbuf_t *out, const st_model_t *m)
                 st_strbuf_puts(out, "null");
             st_strbuf_puts(out, c->folder ? ", \"folder\": " : ", \"not_followed\": ");
             st_strbuf_json_string(out, c->folder ? c->folder : c->not_followed);
-            st_strbuf_puts(out, ", \"command\": [");
-            for (size_t k = 0; k < c->ncommand; k++) {
-                if (k)
-                    st_strbuf_puts(out, ", ");
-                st_strbuf_json_string(out, c->command[k]);
-            }
-            st_strbuf_puts(out, "]}");
+            st_strbuf_puts(out, ", \"command\": ");
+            st_strbuf_json_strings(out, c->command, c->ncommand);
+            st_strbuf_putc(out, '}');
         }
         st_strbuf_puts(out, "\n    ]");
     }
@@ -372,13 +364,8 @@ static void write_line_timings(st_strbuf_t *out, const st_model_t *m)
             st_strbuf_puts(out, "null}");
             continue;
         }
-        st_strbuf_putc(out, '[');
-        for (size_t j = 0; j < f->nsource; j++) {
-            if (j)
-                st_strbuf_puts(out, ", ");
-            st_strbuf_json_string(out, f->source[j]);
-        }
-        st_strbuf_puts(out, "]}");
+        st_strbuf_json_strings(out, f->source, f->nsource);
+        st_strbuf_putc(out, '}');
     }
     st_strbuf_puts(out, "\n  ],\n");
 }

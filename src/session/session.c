@@ -418,13 +418,9 @@ static void record_line(const char *tree, long pid, long parent, const char *fol
         st_strbuf_puts(&b, "\"not_followed\": ");
         st_strbuf_json_string(&b, why);
     }
-    st_strbuf_puts(&b, ", \"command\": [");
-    for (size_t i = 0; i < ncommand; i++) {
-        if (i)
-            st_strbuf_puts(&b, ", ");
-        st_strbuf_json_string(&b, command[i]);
-    }
-    st_strbuf_puts(&b, "]}\n");
+    st_strbuf_puts(&b, ", \"command\": ");
+    st_strbuf_json_strings(&b, (const char *const *)command, ncommand);
+    st_strbuf_puts(&b, "}\n");
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/" TREE_RECORD, tree);
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
