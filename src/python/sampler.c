@@ -224,8 +224,8 @@ static int name_thread(st_sthread_t *t)
     return named;
 }
 
-/* Arms the timer of every Python thread not armed yet, and disarms those whose
- * thread state is gone. A thread's `flags` say whether threading named it. */
+/* Arms the timer of thread state ts when it is not armed yet, and marks it seen in
+ * this scan. A thread's `flags` say whether threading named it. */
 static void scan_thread(PyThreadState *ts)
 {
     if (ts == sp.maint_ts || ts->native_thread_id == 0)
@@ -241,6 +241,8 @@ static void scan_thread(PyThreadState *ts)
         t->flags = name_thread(t);
 }
 
+/* Arms the timer of every Python thread not armed yet, and disarms those whose
+ * thread state is gone. */
 static void scan_threads(void)
 {
     sp.scan++;
