@@ -511,3 +511,33 @@ int st_jp_finish(st_jp_t *jp)
         return st_jp_fail(jp, "extra data after the end of the document");
     return 0;
 }
+
+int st_jp_string_dup(st_jp_t *jp, st_strbuf_t *tmp, char **out)
+{
+    if (st_jp_string(jp, tmp) < 0)
+        return -1;
+    if (!(*out = strdup(st_strbuf_cstr(tmp))))
+        return st_jp_fail(jp, "out of memory");
+    return 0;
+}
+
+int st_jp_strings(st_jp_t *jp, st_strbuf_t *tmp, char ***v, size_t *n)
+{
+    if (st_jp_arr_begin(jp) < 0)
+        return -1;
+    int more;
+    while ((more = st_jp_arr_next(jp)) > 0) {
+        /* room for 8, then doubled whenever n reaches a power of two: the capacity
+         * follows from n (a long function's source is thousands of lines) */
+        if (*n == 0 || (*n >= 8 && (*n & (*n - 1)) == 0)) {
+            char **grown = realloc(*v, (*n ? 2 * *n : 8) * sizeof *grown);
+            if (!grown)
+                return st_jp_fail(jp, "out of memory");
+            *v = grown;
+        }
+        if (st_jp_string_dup(jp, tmp, &(*v)[*n]) < 0)
+            return -1;
+        (*n)++;
+    }
+    return more;
+}

@@ -68,6 +68,14 @@ int st_jp_uint(st_jp_t *jp, uint64_t max, uint64_t *out);
 int st_jp_int(st_jp_t *jp, int64_t min, int64_t max, int64_t *out);
 int st_jp_bool(st_jp_t *jp, int *out);
 
+/* A string as a new C string into *out (malloc'd); `tmp` holds its text on the
+ * way. 0, or -1 (running out of memory is the parse's failure). */
+int st_jp_string_dup(st_jp_t *jp, st_strbuf_t *tmp, char **out);
+/* An array of strings, each appended to *v (malloc'd, grown as needed; *n of
+ * them). 0, or -1 with *v and *n holding the strings read before (the caller's
+ * to free). */
+int st_jp_strings(st_jp_t *jp, st_strbuf_t *tmp, char ***v, size_t *n);
+
 /* Skips one value of any kind. */
 int st_jp_skip(st_jp_t *jp);
 

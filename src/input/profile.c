@@ -47,41 +47,16 @@ typedef struct {
 
 #define FAIL(r, ...) st_jp_fail(&(r)->jp, __VA_ARGS__)
 
-static char *dup_str(reader_t *r)
-{
-    char *s = strdup(st_strbuf_cstr(&r->str));
-    if (!s)
-        FAIL(r, "out of memory");
-    return s;
-}
-
 static int read_string_dup(reader_t *r, char **out)
 {
-    if (st_jp_string(&r->jp, &r->str) < 0)
-        return -1;
     free(*out);
-    *out = dup_str(r);
-    return *out ? 0 : -1;
+    *out = NULL;
+    return st_jp_string_dup(&r->jp, &r->str, out);
 }
 
 static int read_command(reader_t *r)
 {
-    st_profile_t *p = r->p;
-    if (st_jp_arr_begin(&r->jp) < 0)
-        return -1;
-    int more;
-    while ((more = st_jp_arr_next(&r->jp)) > 0) {
-        if (st_jp_string(&r->jp, &r->str) < 0)
-            return -1;
-        char **c = realloc(p->command, (p->ncommand + 1) * sizeof *c);
-        if (!c)
-            return FAIL(r, "out of memory");
-        p->command = c;
-        if (!(c[p->ncommand] = dup_str(r)))
-            return -1;
-        p->ncommand++;
-    }
-    return more;
+    return st_jp_strings(&r->jp, &r->str, &r->p->command, &r->p->ncommand);
 }
 
 static int read_metadata(reader_t *r)
@@ -365,29 +340,12 @@ static int read_lsource(reader_t *r, st_model_lfunc_t *f)
 {
     if (st_jp_peek(&r->jp) == ST_JV_NULL)
         return st_jp_skip(&r->jp);
-    if (st_jp_arr_begin(&r->jp) < 0)
-        return -1;
-    size_t cap = 0;
     char **src = NULL;
-    int more;
-    f->source = (const char *const *)calloc(1, sizeof(char *)); /* not NULL: found */
-    if (!f->source)
-        return FAIL(r, "out of memory");
-    while ((more = st_jp_arr_next(&r->jp)) > 0) {
-        if (f->nsource == cap) {
-            cap = cap ? 2 * cap : 32;
-            src = realloc((void *)f->source, cap * sizeof *src);
-            if (!src)
-                return FAIL(r, "out of memory");
-            f->source = (const char *const *)src;
-        }
-        src = (char **)f->source;
-        src[f->nsource] = NULL;
-        if (read_string_dup(r, &src[f->nsource]) < 0)
-            return -1;
-        f->nsource++;
-    }
-    return more;
+    int rc = st_jp_strings(&r->jp, &r->str, &src, &f->nsource);
+    if (!src && !(src = calloc(1, sizeof *src))) /* not NULL: found, if empty */
+        rc = FAIL(r, "out of memory");
+    f->source = (const char *const *)src;
+    return rc;
 }
 
 /* "line_timings": [{"function", "file", "first_line", "lines", "source"}...]. */

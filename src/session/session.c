@@ -322,7 +322,6 @@ static int parse_record(const char *line, size_t len, st_tree_proc_t *p)
     st_strbuf_init(&val);
     memset(p, 0, sizeof *p);
     int64_t v = 0;
-    size_t cap = 0;
     int rc = st_jp_obj_begin(&jp), more = 0;
     while (rc == 0 && (more = st_jp_obj_next(&jp, &key)) == 1) {
         const char *k = st_strbuf_cstr(&key);
@@ -330,31 +329,11 @@ static int parse_record(const char *line, size_t len, st_tree_proc_t *p)
             rc = st_jp_int(&jp, 0, INT64_MAX, &v);
             *(strcmp(k, "pid") == 0 ? &p->pid : &p->parent) = (long)v;
         } else if (strcmp(k, "folder") == 0 && !p->folder) {
-            rc = st_jp_string(&jp, &val);
-            if (rc == 0 && !(p->folder = strdup(st_strbuf_cstr(&val))))
-                rc = -1;
+            rc = st_jp_string_dup(&jp, &val, &p->folder);
         } else if (strcmp(k, "not_followed") == 0 && !p->not_followed) {
-            rc = st_jp_string(&jp, &val);
-            if (rc == 0 && !(p->not_followed = strdup(st_strbuf_cstr(&val))))
-                rc = -1;
+            rc = st_jp_string_dup(&jp, &val, &p->not_followed);
         } else if (strcmp(k, "command") == 0 && !p->command) {
-            rc = st_jp_arr_begin(&jp);
-            while (rc == 0 && (more = st_jp_arr_next(&jp)) == 1) {
-                if (p->ncommand == cap) {
-                    cap = cap ? 2 * cap : 8;
-                    char **c = realloc(p->command, cap * sizeof *c);
-                    if (!c) {
-                        rc = -1;
-                        break;
-                    }
-                    p->command = c;
-                }
-                rc = st_jp_string(&jp, &val);
-                if (rc == 0 && !(p->command[p->ncommand++] = strdup(st_strbuf_cstr(&val))))
-                    rc = -1;
-            }
-            if (more < 0)
-                rc = -1;
+            rc = st_jp_strings(&jp, &val, &p->command, &p->ncommand);
         } else {
             rc = st_jp_skip(&jp);
         }
