@@ -232,10 +232,6 @@ static const st_collector_t python_collector = {
     .contribute = python_contribute,
 };
 
-/* A session after one whose results are written (IPython's %strata: one a cell):
- * what the last one kept goes, and every part starts as in a new process. Memory
- * profiling keeps process-wide state (its allocator hooks' samples and their
- * references): one session of a process may have it. -1 with an exception. */
 /* What the parts keep of the last session goes, as a new one begins after it or in
  * a forked child; the session itself is the caller's to free or to leave. */
 static void forget_session(void)
@@ -247,6 +243,10 @@ static void forget_session(void)
     st_py.live = st_py.finalized = st_py.running = st_py.tracing = 0;
 }
 
+/* A session after one whose results are written (IPython's %strata: one a cell):
+ * what the last one kept goes, and every part starts as in a new process. Memory
+ * profiling keeps process-wide state (its allocator hooks' samples and their
+ * references): one session of a process may have it. -1 with an exception. */
 static int next_session(void)
 {
     if (memory_used && st_py.memory != ST_PYMEM_OFF) {
@@ -366,8 +366,6 @@ static void add_memory_metrics(int sampled, int walk_stacks)
     st_pymem_sample(sampled, walk_stacks);
 }
 
-/* Starts the session begun: its collectors, and what catches the ways the program
- * may end. 0, or < 0 with msg filled or a Python exception set. */
 static void finalize_to(int flush_streams, FILE *to);
 
 /* A program the run starts: one that is not followed is named in the tree's record
@@ -384,6 +382,8 @@ static void program_started(long pid, char *const *argv, size_t argc, const char
         finalize_to(0, NULL);
 }
 
+/* Starts the session begun: its collectors, and what catches the ways the program
+ * may end. 0, or < 0 with msg filled or a Python exception set. */
 static int start_session(st_msg_t *msg)
 {
     /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
@@ -461,6 +461,18 @@ static int child_settings(st_msg_t *msg)
     return rc == 0 ? apply_settings(msg) : rc;
 }
 
+/* A followed child's session, begun with child_settings and added to the tree's
+ * record. 0, or < 0 with msg filled. */
+static int begin_child_session(int argc, char *const *argv, st_msg_t *msg)
+{
+    int rc = child_settings(msg);
+    if (rc == 0)
+        rc = begin_session("child", argc, argv, msg);
+    if (rc == 0)
+        st_session_follow(&st_py.session, st_py.top_dir, st_py.parent_pid);
+    return rc;
+}
+
 /* The settings this run took from strata python's flags go into the process's
  * environment as STRATA_* variables (those of the environment and the config file
  * reach a child as they reached this process), with CHILD_VAR. The C environment:
@@ -525,12 +537,7 @@ static PyObject *py_begin_child(PyObject *self, PyObject *args)
     char **argv = command_words(command, &words);
     if (!argv)
         return NULL;
-    int argc = (int)PyList_GET_SIZE(command);
-    int rc = child_settings(&msg);
-    if (rc == 0)
-        rc = begin_session("child", argc, argv, &msg);
-    if (rc == 0)
-        st_session_follow(&st_py.session, st_py.top_dir, st_py.parent_pid);
+    int rc = begin_child_session((int)PyList_GET_SIZE(command), argv, &msg);
     free(argv);
     Py_DECREF(words);
     if (rc < 0)
@@ -559,13 +566,9 @@ static int fork_session(void)
     if (rc == 0)
         rc = st_settings_set(&st_py.settings, ST_S_USE_CUPTI, "OFF", ST_SRC_API, &msg);
     if (rc == 0)
-        rc = child_settings(&msg);
+        rc = begin_child_session(argc, argv, &msg);
     if (rc == 0)
-        rc = begin_session("child", argc, argv, &msg);
-    if (rc == 0) {
-        st_session_follow(&st_py.session, st_py.top_dir, st_py.parent_pid);
         rc = start_session(&msg);
-    }
     if (rc < 0) {
         PyErr_Clear();
         fprintf(stderr, "strata: warning: the forked child %ld is not profiled: %s\n",
@@ -576,13 +579,13 @@ static int fork_session(void)
     return 0;
 }
 
-/* st_py_finalize, with the tables and notes written to `to` when it is not NULL
- * (else to the terminal kept at the start). */
 void st_py_finalize(int flush_streams)
 {
     finalize_to(flush_streams, NULL);
 }
 
+/* st_py_finalize, with the tables and notes written to `to` when it is not NULL
+ * (else to the terminal kept at the start). */
 static void finalize_to(int flush_streams, FILE *to)
 {
     if (!st_py.live || st_py.finalized || st_py.forked_child)
