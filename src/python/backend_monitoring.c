@@ -74,7 +74,8 @@ static struct {
     PyObject *disable;             /* sys.monitoring.DISABLE */
     PyObject *missing;             /* sys.monitoring.MISSING (CALL with no argument) */
     long bits[EV_COUNT];           /* sys.monitoring.events.<name> */
-    PyObject *callbacks[EV_COUNT];
+    PyObject *all_callbacks[2][EV_COUNT]; /* callback_defs' functions */
+    PyObject **callbacks;          /* the copy registered: this run's (st_py.tracing) */
     int tool;                      /* the tool id held, -1 when none */
     int lost_tool;                 /* the id the program freed under strata, or -1 */
     unsigned long *before;         /* idents of the threads that existed at start */
@@ -139,11 +140,12 @@ static __attribute__((noinline)) PyObject *disable(PyCodeObject *co)
 }
 
 /* A call starts or resumes; skipped code's event is switched off where allowed. */
-static inline PyObject *enter(PyObject *const *args, int may_disable)
+static inline __attribute__((always_inline)) PyObject *enter(PyObject *const *args,
+                                                             int may_disable, const int tracing)
 {
     st_pythread_t *ts = thread_state();
     PyCodeObject *co = (PyCodeObject *)args[0];
-    if (ts && on_call(ts, co, co, NULL, st_py.tracing) && may_disable)
+    if (ts && on_call(ts, co, co, NULL, tracing) && may_disable)
         return disable(co);
     Py_RETURN_NONE;
 }
@@ -160,47 +162,51 @@ static inline int exit_skipped(st_pythread_t *ts, PyCodeObject *co)
 }
 
 /* A call returns, yields or unwinds; likewise. */
-static inline PyObject *leave(PyObject *const *args, int may_disable)
+static inline __attribute__((always_inline)) PyObject *leave(PyObject *const *args,
+                                                             int may_disable, const int tracing)
 {
     st_pythread_t *ts = thread_state();
     PyCodeObject *co = (PyCodeObject *)args[0];
-    if (ts && !on_return(ts, co, st_py.tracing) && exit_skipped(ts, co) && may_disable)
+    if (ts && !on_return(ts, co, tracing) && exit_skipped(ts, co) && may_disable)
         return disable(co);
     Py_RETURN_NONE;
 }
 
-/* PY_START, PY_RESUME. */
-static PyObject *cb_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    (void)nargs;
-    return enter(args, 1);
-}
-
-/* PY_THROW: an exception thrown into a generator or coroutine resumes it (this
- * event cannot be switched off). */
-static PyObject *cb_throw(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    (void)nargs;
-    return enter(args, 0);
-}
-
-/* PY_RETURN, PY_YIELD. */
-static PyObject *cb_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    (void)nargs;
-    return leave(args, 1);
-}
-
-/* PY_UNWIND: a frame ends by an exception (cannot be switched off). */
-static PyObject *cb_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    (void)nargs;
-    return leave(args, 0);
-}
+/* The callbacks of the four kinds of Python events, in one copy with the timeline
+ * and one without (`tracing` a constant in each, as 3.11's hook has), so that a
+ * run without a timeline pays nothing for it; start() registers the copy the run
+ * needs. PY_START and PY_RESUME may switch skipped code off; PY_THROW (an
+ * exception thrown into a generator or coroutine resumes it) and PY_UNWIND (a
+ * frame ends by an exception) cannot be switched off. */
+#define PY_CALLBACKS(suffix, tracing)                                                       \
+    static PyObject *cb_enter##suffix(PyObject *self, PyObject *const *args, Py_ssize_t n) \
+    {                                                                                      \
+        (void)self;                                                                        \
+        (void)n;                                                                           \
+        return enter(args, 1, tracing);                                                    \
+    }                                                                                      \
+    static PyObject *cb_throw##suffix(PyObject *self, PyObject *const *args, Py_ssize_t n) \
+    {                                                                                      \
+        (void)self;                                                                        \
+        (void)n;                                                                           \
+        return enter(args, 0, tracing);                                                    \
+    }                                                                                      \
+    static PyObject *cb_exit##suffix(PyObject *self, PyObject *const *args, Py_ssize_t n)  \
+    {                                                                                      \
+        (void)self;                                                                        \
+        (void)n;                                                                           \
+        return leave(args, 1, tracing);                                                    \
+    }                                                                                      \
+    static PyObject *cb_unwind##suffix(PyObject *self, PyObject *const *args,              \
+                                       Py_ssize_t n)                                       \
+    {                                                                                      \
+        (void)self;                                                                        \
+        (void)n;                                                                           \
+        return leave(args, 0, tracing);                                                    \
+    }
+PY_CALLBACKS(, 0)
+PY_CALLBACKS(_traced, 1)
+#undef PY_CALLBACKS
 
 /* CALL (--trace-c): records C functions; Python callables start their own
  * frames, whose PY_START is theirs. */
@@ -262,16 +268,30 @@ static PyObject *cb_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 
 #define CB(name, fn) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL, NULL}
 static PyMethodDef line_def = CB("strata_line", cb_line);
-static PyMethodDef callback_defs[EV_COUNT] = {
-    [EV_START] = CB("strata_py_start", cb_enter),
-    [EV_RESUME] = CB("strata_py_resume", cb_enter),
-    [EV_THROW] = CB("strata_py_throw", cb_throw),
-    [EV_RETURN] = CB("strata_py_return", cb_exit),
-    [EV_YIELD] = CB("strata_py_yield", cb_exit),
-    [EV_UNWIND] = CB("strata_py_unwind", cb_unwind),
-    [EV_CALL] = CB("strata_call", cb_call),
-    [EV_C_RETURN] = CB("strata_c_return", cb_c_exit),
-    [EV_C_RAISE] = CB("strata_c_raise", cb_c_exit),
+/* [0] without the timeline, [1] with it; the C ones read st_py.tracing. */
+static PyMethodDef callback_defs[2][EV_COUNT] = {
+    {
+        [EV_START] = CB("strata_py_start", cb_enter),
+        [EV_RESUME] = CB("strata_py_resume", cb_enter),
+        [EV_THROW] = CB("strata_py_throw", cb_throw),
+        [EV_RETURN] = CB("strata_py_return", cb_exit),
+        [EV_YIELD] = CB("strata_py_yield", cb_exit),
+        [EV_UNWIND] = CB("strata_py_unwind", cb_unwind),
+        [EV_CALL] = CB("strata_call", cb_call),
+        [EV_C_RETURN] = CB("strata_c_return", cb_c_exit),
+        [EV_C_RAISE] = CB("strata_c_raise", cb_c_exit),
+    },
+    {
+        [EV_START] = CB("strata_py_start", cb_enter_traced),
+        [EV_RESUME] = CB("strata_py_resume", cb_enter_traced),
+        [EV_THROW] = CB("strata_py_throw", cb_throw_traced),
+        [EV_RETURN] = CB("strata_py_return", cb_exit_traced),
+        [EV_YIELD] = CB("strata_py_yield", cb_exit_traced),
+        [EV_UNWIND] = CB("strata_py_unwind", cb_unwind_traced),
+        [EV_CALL] = CB("strata_call", cb_call),
+        [EV_C_RETURN] = CB("strata_c_return", cb_c_exit),
+        [EV_C_RAISE] = CB("strata_c_raise", cb_c_exit),
+    },
 };
 #undef CB
 
@@ -405,9 +425,11 @@ static int load_monitoring(void)
     mon.missing = PyObject_GetAttrString(m, "MISSING");
     if (!mon.disable || !mon.missing)
         return -1;
-    for (int e = 0; e < EV_COUNT; e++)
-        if (!mon.callbacks[e] && !(mon.callbacks[e] = PyCFunction_New(&callback_defs[e], NULL)))
-            return -1;
+    for (int t = 0; t < 2; t++)
+        for (int e = 0; e < EV_COUNT; e++)
+            if (!mon.all_callbacks[t][e] &&
+                !(mon.all_callbacks[t][e] = PyCFunction_New(&callback_defs[t][e], NULL)))
+                return -1;
     mon.monitoring = Py_NewRef(m);
     return 0;
 }
@@ -507,6 +529,7 @@ int st_pybackend_start(void)
         PyErr_NoMemory();
         goto fail;
     }
+    mon.callbacks = mon.all_callbacks[st_py.tracing != 0];
     for (int e = 0; e < EV_COUNT; e++) {
         if (mon_call("register_callback", "(ilO)", mon.tool, mon.bits[e], mon.callbacks[e]) < 0)
             goto fail;

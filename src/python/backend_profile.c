@@ -217,53 +217,108 @@ static inline st_pythread_t *thread_state(void)
 /* ------------------------------------------------------------------------- */
 /* The hook                                                                   */
 
-/* The hook, in one copy with the timeline and one without (`tracing` is a
- * constant in each), so that a run without a timeline pays nothing for it; the
- * one a run needs is installed. */
-static inline __attribute__((always_inline)) int hook_impl(PyFrameObject *frame, int what,
-                                                          PyObject *arg, const int tracing)
+/* The hook's four events. The hook is only a dispatch (tail calls) to a copy of
+ * each made out of line (HOOK, below), with the registers it needs, so that the
+ * events that do nothing (a C call without --trace-c) cost no stack frame. */
+static inline __attribute__((always_inline)) int py_call_event(PyFrameObject *frame,
+                                                              const int tracing)
+{
+    st_pythread_t *ts = thread_state();
+    if (ts)
+        on_call(ts, frame_code(frame), frame, frame, tracing);
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int py_return_event(PyFrameObject *frame,
+                                                                const int tracing)
 {
     st_pythread_t *ts = thread_state();
     if (!ts)
         return 0;
-    switch (what) {
-    case PyTrace_CALL:
-        on_call(ts, frame_code(frame), frame, frame, tracing);
-        return 0;
-    case PyTrace_RETURN:
-        /* A C call of this frame still open is one whose end went to another hook
-         * (the program's, while it held the thread): it is over. */
-        if (__builtin_expect(ts->th && st_rec_top_key(ts->th) == (const char *)frame + 1, 0))
-            on_c_return(ts, (const char *)frame + 1, tracing);
-        on_return(ts, frame, tracing);
-        return 0;
-    case PyTrace_C_CALL:
-        if (st_py.trace_c && !ts->blocked) {
-            codeinfo_t *ci = code_info(frame_code(frame));
-            if (ci && ci->module_ok)
-                on_c_call(ts, st_pylabel_cfunc(arg), (const char *)frame + 1, tracing);
-        }
-        return 0;
-    case PyTrace_C_RETURN:
-    case PyTrace_C_EXCEPTION:
-        on_c_return(ts, (const char *)frame + 1, tracing);
-        return 0;
-    default:
+    st_rec_thread_t *th = ts->th;
+    if (__builtin_expect(thread_plain(ts) && th && st_rec_top_key(th) == frame, 1)) {
+        st_rec_exit_key_t(th, frame, tracing); /* the common case: on_return's */
         return 0;
     }
+    /* A C call of this frame still open is one whose end went to another hook
+     * (the program's, while it held the thread): it is over. */
+    if (th && st_rec_top_key(th) == (const char *)frame + 1)
+        on_c_return(ts, (const char *)frame + 1, tracing);
+    on_return(ts, frame, tracing);
+    return 0;
 }
 
-static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static inline __attribute__((always_inline)) int c_call_event(PyFrameObject *frame,
+                                                             PyObject *arg, const int tracing)
 {
-    (void)obj;
-    return hook_impl(frame, what, arg, 0);
+    st_pythread_t *ts = thread_state();
+    if (ts && !ts->blocked) {
+        codeinfo_t *ci = code_info(frame_code(frame));
+        if (ci && ci->module_ok)
+            on_c_call(ts, st_pylabel_cfunc(arg), (const char *)frame + 1, tracing);
+    }
+    return 0;
 }
 
-static int hook_traced(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+/* Closes the recorded C call on top (out of line: most C calls are not recorded,
+ * and their ends then cost no stack frame). */
+static __attribute__((noinline)) int close_c_call(st_pythread_t *ts, const void *key,
+                                                  int tracing)
 {
-    (void)obj;
-    return hook_impl(frame, what, arg, 1);
+    on_c_return(ts, key, tracing);
+    return 0;
 }
+
+static inline __attribute__((always_inline)) int c_exit_event(PyFrameObject *frame,
+                                                             const int tracing)
+{
+    st_pythread_t *ts = thread_state();
+    const void *key = (const char *)frame + 1;
+    if (ts && ts->th && st_rec_top_key(ts->th) == key)
+        return close_c_call(ts, key, tracing);
+    return 0;
+}
+
+/* The hook `name`, in one copy with the timeline (tracing 1) and one without
+ * (0), so that a run without a timeline pays nothing for it; the one a run needs
+ * is installed. */
+#define HOOK(name, tracing)                                                                 \
+    static __attribute__((noinline)) int name##_call(PyFrameObject *frame)                  \
+    {                                                                                       \
+        return py_call_event(frame, tracing);                                               \
+    }                                                                                       \
+    static __attribute__((noinline)) int name##_return(PyFrameObject *frame)                \
+    {                                                                                       \
+        return py_return_event(frame, tracing);                                             \
+    }                                                                                       \
+    static __attribute__((noinline)) int name##_c_call(PyFrameObject *frame, PyObject *arg) \
+    {                                                                                       \
+        return c_call_event(frame, arg, tracing);                                           \
+    }                                                                                       \
+    static __attribute__((noinline)) int name##_c_exit(PyFrameObject *frame)                \
+    {                                                                                       \
+        return c_exit_event(frame, tracing);                                                \
+    }                                                                                       \
+    static int name(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)           \
+    {                                                                                       \
+        (void)obj;                                                                          \
+        switch (what) {                                                                     \
+        case PyTrace_CALL:                                                                  \
+            return name##_call(frame);                                                      \
+        case PyTrace_RETURN:                                                                \
+            return name##_return(frame);                                                    \
+        case PyTrace_C_CALL:                                                                \
+            return st_py.trace_c ? name##_c_call(frame, arg) : 0;                           \
+        case PyTrace_C_RETURN:                                                              \
+        case PyTrace_C_EXCEPTION:                                                           \
+            return name##_c_exit(frame);                                                    \
+        default:                                                                            \
+            return 0;                                                                       \
+        }                                                                                   \
+    }
+HOOK(hook, 0)
+HOOK(hook_traced, 1)
+#undef HOOK
 
 /* The hook for this run: with the timeline or without. */
 static Py_tracefunc run_hook(void) { return st_py.tracing ? hook_traced : hook; }

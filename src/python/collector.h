@@ -70,10 +70,10 @@ void st_pybackend_new_session(void);
  * of its hook for each value), so that a run without a timeline pays nothing for it. `key`
  * identifies the call (its frame, or its code object on 3.12+) so that its end can
  * be matched; `frame` is only read for --label args (NULL: the running frame). */
-/* A Python function starts (or a generator or coroutine resumes). Returns 1 when
- * the code is skipped (code_skipped): the backend may switch its events off. */
-static inline int on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
-                          PyFrameObject *frame, const int tracing)
+/* The slow half of on_call: whatever the common case (below) is not. */
+static __attribute__((noinline, unused)) int on_call_slow(st_pythread_t *ts, PyCodeObject *co,
+                                                        const void *key, PyFrameObject *frame,
+                                                        const int tracing)
 {
     codeinfo_t *ci = NULL;
     if (__builtin_expect(st_py.lines, 0)) {
@@ -128,10 +128,9 @@ static inline int on_call(st_pythread_t *ts, PyCodeObject *co, const void *key,
     return 0;
 }
 
-/* A Python function returns, yields or unwinds. Returns 1 when it closed a
- * recorded call. While a @noprofile call runs nothing is closed: whatever was
- * entered before it ends after it. */
-static inline int on_return(st_pythread_t *ts, const void *key, const int tracing)
+/* The slow half of on_return. */
+static __attribute__((noinline, unused)) int on_return_slow(st_pythread_t *ts, const void *key,
+                                                          const int tracing)
 {
     if (__builtin_expect(ts->ldepth != 0, 0))
         lines_return(ts, key);
@@ -156,6 +155,55 @@ static inline int on_return(st_pythread_t *ts, const void *key, const int tracin
         }
     }
     return popped;
+}
+
+/* Whether the thread is in the common case: no --lines, no -b scope, no running
+ * @noprofile call (blocked covers it), so that a call is recorded if its code is
+ * kept. One branch on the hot path for all of them. */
+static inline int thread_plain(const st_pythread_t *ts)
+{
+    return !(st_py.lines | ts->blocked | ((uintptr_t)ts->scope_root != 0) | ts->ldepth);
+}
+
+/* A Python function starts (or a generator or coroutine resumes). Returns 1 when
+ * the code is skipped (code_skipped): the backend may switch its events off.
+ *
+ * The common case first, inline in the backend's callback with `tracing` a
+ * constant: a plain thread already registered, calling code of this generation
+ * that is kept, unmarked and labelled. Everything else takes on_call_slow, out of
+ * line, so that the hot path needs few registers and no stack frame. */
+static inline __attribute__((always_inline)) int on_call(st_pythread_t *ts, PyCodeObject *co,
+                                                         const void *key, PyFrameObject *frame,
+                                                         const int tracing)
+{
+    st_rec_thread_t *th = ts->th;
+    codeinfo_t *ci;
+    if (__builtin_expect(thread_plain(ts), 1) && (ci = cached_info(co)) &&
+        !(ci->marks & MARK_NOPROFILE)) {
+        if (__builtin_expect(ci->keep && !ci->dynamic && ci->label != ST_PATH_NONE && th &&
+                                 !ts->unnamed,
+                             1)) {
+            st_rec_enter_t(th, ci->label, key, tracing);
+            return 0;
+        }
+        if (!ci->keep) { /* left out (3.11: a lambda, a comprehension, every call) */
+            ts->skipped_events += code_skipped(ci);
+            return code_skipped(ci);
+        }
+    }
+    return on_call_slow(ts, co, key, frame, tracing);
+}
+
+/* A Python function returns, yields or unwinds. Returns 1 when it closed a
+ * recorded call. While a @noprofile call runs nothing is closed: whatever was
+ * entered before it ends after it. The common case (thread_plain) inline. */
+static inline __attribute__((always_inline)) int on_return(st_pythread_t *ts, const void *key,
+                                                           const int tracing)
+{
+    st_rec_thread_t *th = ts->th;
+    if (__builtin_expect(thread_plain(ts), 1))
+        return th && st_rec_exit_key_t(th, key, tracing);
+    return on_return_slow(ts, key, tracing);
 }
 
 /* A C function (its label and verdict `e`, from st_pylabel_cfunc or
