@@ -79,6 +79,13 @@ void st_strbuf_add(st_strbuf_t *b, const char *s, size_t n)
     drain(b, ST_STRBUF_CHUNK);
 }
 
+char *st_strbuf_room_slow(st_strbuf_t *b, size_t n)
+{
+    return reserve(b, n) < 0 ? NULL : b->data + b->len;
+}
+
+void st_strbuf_commit_slow(st_strbuf_t *b) { drain(b, ST_STRBUF_CHUNK); }
+
 void st_strbuf_puts(st_strbuf_t *b, const char *s) { st_strbuf_add(b, s, strlen(s)); }
 
 void st_strbuf_putc(st_strbuf_t *b, char c) { st_strbuf_add(b, &c, 1); }

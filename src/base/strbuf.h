@@ -34,6 +34,24 @@ void st_strbuf_add(st_strbuf_t *b, const char *s, size_t n);
 void st_strbuf_puts(st_strbuf_t *b, const char *s);
 void st_strbuf_putc(st_strbuf_t *b, char c);
 void st_strbuf_fill(st_strbuf_t *b, char c, size_t n);
+/* Encoding in place (a writer of millions of small records): st_strbuf_room gives
+ * where up to n more bytes go, or NULL (failed: nothing to write); after writing
+ * m <= n of them there, st_strbuf_commit(b, m) appends them. Inline, and no copy. */
+char *st_strbuf_room_slow(st_strbuf_t *b, size_t n);
+void st_strbuf_commit_slow(st_strbuf_t *b);
+static inline char *st_strbuf_room(st_strbuf_t *b, size_t n)
+{
+    if (__builtin_expect(!b->failed && b->len + n + 1 <= b->cap, 1))
+        return b->data + b->len;
+    return st_strbuf_room_slow(b, n);
+}
+static inline void st_strbuf_commit(st_strbuf_t *b, size_t m)
+{
+    b->len += m;
+    b->data[b->len] = '\0';
+    if (__builtin_expect(b->sink != NULL, 0))
+        st_strbuf_commit_slow(b);
+}
 void st_strbuf_printf(st_strbuf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap);

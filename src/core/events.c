@@ -517,7 +517,7 @@ static const st_ev_t *next_spilled(st_ev_reader_t *r)
     }
 }
 
-const st_ev_t *st_ev_next(st_ev_reader_t *r)
+const st_ev_t *st_ev_next_slow(st_ev_reader_t *r)
 {
     const st_evlane_t *l = r->lane;
     for (;;) {

@@ -283,9 +283,25 @@ typedef struct {
 
 /* lane: 0 main, 1 signal. */
 void st_ev_reader_init(st_ev_reader_t *r, const st_evbuf_t *b, int lane);
+/* Slow half of st_ev_next: the spill file, a chunk's end, the reserve. */
+const st_ev_t *st_ev_next_slow(st_ev_reader_t *r);
+
 /* The next event (its payload words follow it), or NULL at the end (check
- * r->error then). */
-const st_ev_t *st_ev_next(st_ev_reader_t *r);
+ * r->error then). Inline: the next event of the chunk being read is the common case
+ * (a writer's loop over millions of events). */
+static inline const st_ev_t *st_ev_next(st_ev_reader_t *r)
+{
+    const st_evchunk_t *c = r->chunk;
+    if (__builtin_expect(r->stage == 1 && c != NULL, 1)) {
+        size_t n = c == r->lane->tail ? (size_t)(r->lane->cur - c->w) : c->n;
+        if (__builtin_expect(r->i < n, 1)) {
+            const st_ev_t *e = &c->w[r->i];
+            r->i += 1 + e->nextra;
+            return e;
+        }
+    }
+    return st_ev_next_slow(r);
+}
 
 /* Events' words recorded so far on a lane (in memory and spilled). */
 uint64_t st_evbuf_words(const st_evbuf_t *b, int lane);

@@ -440,39 +440,64 @@ static void samples_free(samples_t *sm)
     free(sm->named);
 }
 
-/* An event packet encoded in place, the common case of a sequence's events:
- * Trace.packet{TracePacket{timestamp (the delta), sequence id, flags (needs
- * incremental state), track_event{type, ...}}}. inplace_begin writes up to the
- * track event's type; the caller appends the event's other fields at e->p (64
- * bytes at most); inplace_emit sets both lengths and adds the packet to the
- * output. */
-typedef struct {
-    char buf[96], *p, *len;
-} inplace_t;
+/* An event packet encoded in place, the common case of a sequence's events, straight
+ * into the output: Trace.packet{TracePacket{timestamp (the delta), sequence id,
+ * flags (needs incremental state), track_event{type, ...}}}. inplace_begin writes up
+ * to the track event's type, or returns 0 when memory failed (out.failed then says
+ * so: the event is left out); the caller appends the event's other fields at e->p
+ * (INPLACE_EXTRA bytes at most); inplace_emit sets both lengths (the packet is
+ * under 128 bytes: one byte each) and adds the packet to the output. */
+#define INPLACE_EXTRA 64
 
-static void inplace_begin(inplace_t *e, uint64_t dt, const char *seqbytes, size_t nseq, int type)
+/* What follows a packet's timestamp on a sequence, always the same: the sequence
+ * id, the flags, the track event's tag (b holds 16 bytes, n of them used). */
+typedef struct {
+    char b[16];
+    size_t n;
+} seqfix_t;
+
+static void seqfix_init(seqfix_t *f, uint32_t seq)
 {
-    char *p = e->buf + 2;
-    *p++ = (char)(PKT_TIMESTAMP << 3);
-    p += put_varint(p, dt);
+    char *p = f->b;
+    memset(f->b, 0, sizeof f->b);
     *p++ = (char)(PKT_SEQ_ID << 3);
-    memcpy(p, seqbytes, nseq);
-    p += nseq;
+    p += put_varint(p, seq); /* 5 bytes at most */
     *p++ = (char)(PKT_SEQ_FLAGS << 3);
     *p++ = SEQ_NEEDS;
     *p++ = (char)((PKT_TRACK_EVENT << 3) | 2);
+    f->n = (size_t)(p - f->b);
+}
+
+typedef struct {
+    char *start, *p, *len;
+} inplace_t;
+
+static inline int inplace_begin(writer_t *w, inplace_t *e, uint64_t dt, const seqfix_t *f,
+                                int type)
+{
+    /* 2 (packet tag and length) + 11 (timestamp) + 16 + 1 (length) + 2 (type) */
+    char *p = st_strbuf_room(&w->out, 32 + INPLACE_EXTRA);
+    if (!p)
+        return 0;
+    e->start = p;
+    p += 2;
+    *p++ = (char)(PKT_TIMESTAMP << 3);
+    p += put_varint(p, dt);
+    memcpy(p, f->b, sizeof f->b);
+    p += f->n;
     e->len = p++;
     *p++ = (char)(TE_TYPE << 3);
     *p++ = (char)type;
     e->p = p;
+    return 1;
 }
 
-static void inplace_emit(writer_t *w, inplace_t *e)
+static inline void inplace_emit(writer_t *w, inplace_t *e)
 {
     *e->len = (char)(e->p - e->len - 1);
-    e->buf[0] = 0x0A; /* Trace.packet */
-    e->buf[1] = (char)(e->p - e->buf - 2);
-    st_strbuf_add(&w->out, e->buf, (size_t)(e->p - e->buf));
+    e->start[0] = 0x0A; /* Trace.packet */
+    e->start[1] = (char)(e->p - e->start - 2);
+    st_strbuf_commit(&w->out, (size_t)(e->p - e->start));
     flush_out(w, 0);
 }
 
@@ -523,9 +548,8 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
     st_ev_reader_init(&r, th->events, 0);
     const st_ev_t *e;
     st_strbuf_t *te = &w->a;
-    /* Each event packet's fixed bytes, but for the sequence id, are known. */
-    char seqbytes[10];
-    size_t nseq = put_varint(seqbytes, seq);
+    seqfix_t fix; /* each event packet's fixed bytes */
+    seqfix_init(&fix, seq);
     while ((e = st_ev_next(&r)) != NULL) {
         if (e->kind != ST_EV_BEGIN && e->kind != ST_EV_END && e->kind != ST_EV_INSTANT &&
             e->kind != ST_EV_FLOW)
@@ -544,12 +568,13 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         if (!flow && (!named || e->a >= st_intern_count(m->labels) || interned[e->a])) {
             /* The common case, encoded in place: track_event{type[, name_iid]} */
             inplace_t ev;
-            inplace_begin(&ev, ns - prev, seqbytes, nseq, type);
-            if (named) {
-                *ev.p++ = (char)(TE_NAME_IID << 3);
-                ev.p += put_varint(ev.p, (uint64_t)e->a + 1);
+            if (inplace_begin(w, &ev, ns - prev, &fix, type)) {
+                if (named) {
+                    *ev.p++ = (char)(TE_NAME_IID << 3);
+                    ev.p += put_varint(ev.p, (uint64_t)e->a + 1);
+                }
+                inplace_emit(w, &ev);
             }
-            inplace_emit(w, &ev);
             prev = ns;
             (*events)++;
             continue;
@@ -673,8 +698,8 @@ static void write_gpu(writer_t *w, const st_timeline_t *m, uint64_t *events)
         w->error = 1;
         return;
     }
-    char seqbytes[10];
-    size_t nseq = put_varint(seqbytes, seq);
+    seqfix_t fix;
+    seqfix_init(&fix, seq);
     for (size_t i = 0; i < 2 * m->ngpu_slices; i++) {
         const st_timeline_slice_t *sl = &m->gpu_slices[edge[i].slice];
         int begin = !edge[i].end;
@@ -682,7 +707,8 @@ static void write_gpu(writer_t *w, const st_timeline_t *m, uint64_t *events)
             /* The common case, encoded in place: track_event{type, track_uuid[,
              * name_iid][, terminating flow]} */
             inplace_t ev;
-            inplace_begin(&ev, edge[i].ns - prev, seqbytes, nseq, begin ? TE_BEGIN : TE_END);
+            if (!inplace_begin(w, &ev, edge[i].ns - prev, &fix, begin ? TE_BEGIN : TE_END))
+                continue; /* out of memory: out.failed says so */
             *ev.p++ = (char)(TE_TRACK_UUID << 3);
             ev.p += put_varint(ev.p, gpu_uuid(m, sl->track));
             if (begin) {
