@@ -151,14 +151,16 @@ WORKLOADS = {
                      ("real", "test_json", "regrtest"), False),
     "startup": ("startup.py", "start-up: an empty script", ("empty",), True),
 }
-TOOLS = ["floor", "floor-tsc", "strata", "strata-cpu", "excluded", "cProfile", "yappi",
-         "pyinstrument"]
+TOOLS = ["floor", "floor-tsc", "strata", "strata-cpu", "strata-trace", "excluded", "cProfile",
+         "yappi", "pyinstrument"]
 # strata's added time is divided by theirs
 COMPARED = ["floor", "floor-tsc", "cProfile", "yappi", "pyinstrument"]
 PYINSTRUMENT_REQUIREMENT = "pyinstrument>=5,<6"
-STRATA_TOOLS = ("strata", "strata-cpu", "excluded", "before")
+STRATA_TOOLS = ("strata", "strata-cpu", "strata-trace", "excluded", "before")
 # issue 17: wall_clock,cpu_clock's added time over wall_clock's alone, at most
 CPU_CLOCK_TARGET = 1.5
+# issue 17: the profile with its timeline (--trace) over the profile alone, at most
+TRACE_TARGET = 1.5
 
 
 def log(msg):
@@ -375,6 +377,8 @@ def command(tool, python, script, outdir):
     if name == "strata-cpu":  # thread CPU time too (issue 17: carried forward)
         return [tool.strata, "python", "-o", outdir, "--components", "wall_clock,cpu_clock",
                 "--", script]
+    if name == "strata-trace":  # the profile and its timeline (trace.perfetto)
+        return [tool.strata, "python", "-o", outdir, "--trace", "--", script]
     if name == "excluded":
         own = re.escape(os.path.basename(script)) + "$"
         return [tool.strata, "python", "-o", outdir, "-ME", own, "--", script]
@@ -645,6 +649,12 @@ def targets_text(summary, monitoring):
         ok = "met" if r <= CPU_CLOCK_TARGET else "NOT met"
         out.append(f"- strata-cpu (wall_clock,cpu_clock) added / strata added ≤ "
                    f"{CPU_CLOCK_TARGET}: **{r:.2f}** ({ok})")
+    tr = row["tools"].get("strata-trace", {})
+    if "added" in tr and st.get("added"):
+        r = tr["added"] / st["added"]
+        ok = "met" if r <= TRACE_TARGET else "NOT met"
+        out.append(f"- strata-trace (--trace) added / strata added ≤ {TRACE_TARGET}: "
+                   f"**{r:.2f}** ({ok})")
     ex = row["tools"].get("excluded", {})
     start = summary.get("startup", {}).get("tools", {}).get("excluded", {})
     if monitoring and "factor" in ex and "added" in start:
@@ -1228,7 +1238,7 @@ def main(argv=None):
             t.env["FLOOR_MODULE"] = "benchfloortsc"
         elif t.name == "pyinstrument":
             setup_bench_venv(t, interp, "pyinstrument", PYINSTRUMENT_REQUIREMENT)
-        elif t.name in ("strata", "strata-cpu", "excluded"):
+        elif t.name in ("strata", "strata-cpu", "strata-trace", "excluded"):
             setup_strata(t, strata, python)
         elif t.name == "before":
             setup_before(t, os.path.abspath(args.before))
