@@ -110,3 +110,35 @@ int st_num_int(const char *text, int64_t min, int64_t max, int64_t *out)
     *out = n;
     return 0;
 }
+
+size_t st_num_fixed(char *buf, double v, int precision)
+{
+    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    if (precision < 0 || precision > 9 || !(v >= 0) || signbit(v))
+        return 0; /* -0.0 prints "-0", nan and inf their names */
+    /* x = v * 10^p, within 2^-13 of the exact product below 2^40: where its fraction
+     * is clearly on one side of a half, the exact product rounds the same way (one
+     * that crosses a whole number near it rounds to that same number). */
+    double x = v * pow10[precision];
+    if (!(x < 1099511627776.0)) /* 2^40 */
+        return 0;
+    double whole = floor(x), frac = x - whole;
+    if (fabs(frac - 0.5) < 1e-3)
+        return 0;
+    uint64_t r = (uint64_t)whole + (frac > 0.5);
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + r % 10);
+        r /= 10;
+    } while (r);
+    while (n <= (size_t)precision)
+        digits[n++] = '0'; /* one digit before the point at least: 0.005 */
+    size_t len = 0;
+    while (n > 0) {
+        if (n == (size_t)precision && precision > 0)
+            buf[len++] = '.';
+        buf[len++] = digits[--n];
+    }
+    return len;
+}

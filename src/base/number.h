@@ -8,6 +8,7 @@
 #ifndef STRATA_BASE_NUMBER_H
 #define STRATA_BASE_NUMBER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Reads a number at the start of text (after spaces) into *out; *rest, if not
@@ -22,5 +23,12 @@ int st_num_double(const char *text, double min, double max, double *out);
  * (no fraction, no exponent), optionally followed by k, M or G (thousands,
  * millions, billions: "500k"). Exact over the whole int64 range. 0 or -1. */
 int st_num_int(const char *text, int64_t min, int64_t max, int64_t *out);
+
+/* Formatting without printf, for writers of many numbers (a profile's tables). */
+/* v with `precision` decimals (0 to 9) exactly as printf's "%.*f" writes it, into
+ * buf (at least 24 bytes; no NUL). Returns the length, or 0 where that is not sure
+ * without printf (a negative, huge or non-finite v, or v * 10^precision within a
+ * thousandth of a half): then use printf. */
+size_t st_num_fixed(char *buf, double v, int precision);
 
 #endif

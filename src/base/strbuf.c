@@ -86,6 +86,16 @@ char *st_strbuf_room_slow(st_strbuf_t *b, size_t n)
 
 void st_strbuf_commit_slow(st_strbuf_t *b) { drain(b, ST_STRBUF_CHUNK); }
 
+void st_strbuf_u64(st_strbuf_t *b, uint64_t v)
+{
+    char digits[20], *p = digits + sizeof digits;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    st_strbuf_add(b, p, (size_t)(digits + sizeof digits - p));
+}
+
 void st_strbuf_puts(st_strbuf_t *b, const char *s) { st_strbuf_add(b, s, strlen(s)); }
 
 void st_strbuf_putc(st_strbuf_t *b, char c) { st_strbuf_add(b, &c, 1); }

@@ -14,6 +14,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define ST_STRBUF_CHUNK ((size_t)64 << 10)
@@ -52,6 +53,8 @@ static inline void st_strbuf_commit(st_strbuf_t *b, size_t m)
     if (__builtin_expect(b->sink != NULL, 0))
         st_strbuf_commit_slow(b);
 }
+/* Appends v in decimal, as "%llu" does (without printf). */
+void st_strbuf_u64(st_strbuf_t *b, uint64_t v);
 void st_strbuf_printf(st_strbuf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap);

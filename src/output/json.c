@@ -24,7 +24,11 @@ static void put_ns(st_strbuf_t *out, const char *key, uint64_t ticks, double k)
     }
     if (ns > ST_COUNT_MAX)
         ns = ST_COUNT_MAX;
-    st_strbuf_printf(out, "\"%s\": %llu, ", key, (unsigned long long)ns);
+    st_strbuf_putc(out, '"');
+    st_strbuf_puts(out, key);
+    st_strbuf_puts(out, "\": ");
+    st_strbuf_u64(out, ns);
+    st_strbuf_puts(out, ", ");
 }
 
 static void write_metadata(st_strbuf_t *out, const st_model_t *m)
@@ -219,7 +223,7 @@ static int put_cell(st_strbuf_t *out, const st_model_t *m, const st_model_thread
                          isfinite(g->last) ? g->last : 0.0, isfinite(g->min) ? g->min : 0.0,
                          isfinite(g->max) ? g->max : 0.0);
     else
-        st_strbuf_printf(out, "%llu", (unsigned long long)(v > ST_COUNT_MAX ? ST_COUNT_MAX : v));
+        st_strbuf_u64(out, v > ST_COUNT_MAX ? ST_COUNT_MAX : v);
     return 1;
 }
 
@@ -228,14 +232,25 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thr
 {
     const st_path_t *n = &th->paths->nodes[id];
     uint64_t calls = st_model_calls(th, id);
-    st_strbuf_printf(out, "        {\"id\": %u, \"parent\": %d, \"depth\": %u, \"label\": ", id,
-                     n->parent == 0 ? -1 : (int)n->parent, n->depth);
+    st_strbuf_puts(out, "        {\"id\": ");
+    st_strbuf_u64(out, id);
+    st_strbuf_puts(out, ", \"parent\": ");
+    if (n->parent == 0)
+        st_strbuf_puts(out, "-1");
+    else
+        st_strbuf_u64(out, n->parent);
+    st_strbuf_puts(out, ", \"depth\": ");
+    st_strbuf_u64(out, n->depth);
+    st_strbuf_puts(out, ", \"label\": ");
     st_strbuf_json_string(out, st_intern_str(m->labels, n->label));
     uint32_t loc = st_loctab_of(m->locs, n->label);
-    if (loc != ST_LOC_NONE)
-        st_strbuf_printf(out, ", \"function\": %u", loc);
-    st_strbuf_printf(out, ", \"count\": %llu, \"metrics\": {",
-                     (unsigned long long)(calls > ST_COUNT_MAX ? ST_COUNT_MAX : calls));
+    if (loc != ST_LOC_NONE) {
+        st_strbuf_puts(out, ", \"function\": ");
+        st_strbuf_u64(out, loc);
+    }
+    st_strbuf_puts(out, ", \"count\": ");
+    st_strbuf_u64(out, calls > ST_COUNT_MAX ? ST_COUNT_MAX : calls);
+    st_strbuf_puts(out, ", \"metrics\": {");
     int first = 1;
     for (uint32_t k = 0; m->metrics && k < m->metrics->n && k < ST_MCOLS_MAX; k++)
         if (((mask >> k) & 1u) && put_cell(out, m, th, k, id, calls, first))

@@ -2,6 +2,7 @@
 
 #include "model/names.h"
 #include "base/err.h"
+#include "base/number.h"
 #include "model/walk.h"
 #include "output/grid.h"
 
@@ -33,7 +34,7 @@ static void put_uint(st_grid_t *g, int col, st_strbuf_t *b, uint64_t v)
         st_grid_widen(g, col, st_grid_uint_width(v));
         return;
     }
-    st_strbuf_printf(b, "%llu", (unsigned long long)v);
+    st_strbuf_u64(b, v);
     st_grid_cell(g, col, b);
 }
 
@@ -44,7 +45,12 @@ static void put_fixed(st_grid_t *g, int col, st_strbuf_t *b, int precision, doub
         st_grid_widen(g, col, w);
         return;
     }
-    st_strbuf_printf(b, "%.*f", precision, v);
+    char text[24];
+    size_t n = st_num_fixed(text, v, precision);
+    if (n)
+        st_strbuf_add(b, text, n);
+    else
+        st_strbuf_printf(b, "%.*f", precision, v);
     st_grid_cell(g, col, b);
 }
 
@@ -53,7 +59,9 @@ static void put_fixed(st_grid_t *g, int col, st_strbuf_t *b, int precision, doub
 static void put_head(st_strbuf_t *b, const st_model_thread_t *th, uint32_t depth,
                      uint32_t max_indent)
 {
-    st_strbuf_printf(b, "|%u>>> ", th->index);
+    st_strbuf_putc(b, '|');
+    st_strbuf_u64(b, th->index);
+    st_strbuf_puts(b, ">>> ");
     if (depth > 0) {
         uint32_t levels = depth - 1;
         st_strbuf_fill(b, ' ', 2 * (size_t)(levels < max_indent ? levels : max_indent));

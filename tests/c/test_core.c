@@ -503,6 +503,55 @@ static void test_numbers(void)
     CHECK(st_num_int("13", 0, 12, &i) < 0 && st_num_int("nan", 0, 12, &i) < 0);
 }
 
+/* Fixed-point text without printf: what printf writes, or 0 (use printf). Ties of
+ * the decimal text (0.0005 to 3 places: the double is a little above) and values a
+ * rounding makes longer (9.9996) included; a million values of every size. */
+static void test_number_text(void)
+{
+    char mine[32], libc[64];
+    static const double cases[] = {0.0, 0.0005, 0.0015, 0.5, 1.5, 2.5, 9.9996, 0.1,
+                                   123.456, 1e-9, 1099.5, 999999.9999999, 4.35, 1e10};
+    int mismatch = 0, fell_back = 0, total = 0;
+    uint64_t x = 88172645463325252ull;
+    for (int k = 0; k < 1000000 + 14 * 10; k++) {
+        double v;
+        int p;
+        if (k < 14 * 10) {
+            v = cases[k / 10];
+            p = k % 10;
+        } else {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift */
+            v = (double)(x >> 11) / (double)(1ull << 53) * pow(10.0, (double)(x % 16) - 8.0);
+            p = (int)((x >> 5) % 10);
+        }
+        size_t n = st_num_fixed(mine, v, p);
+        int small = v * pow(10.0, p) < 1e11; /* where it is meant to answer */
+        total += small;
+        if (n == 0) {
+            fell_back += small;
+            continue;
+        }
+        snprintf(libc, sizeof libc, "%.*f", p, v);
+        if (n != strlen(libc) || memcmp(mine, libc, n) != 0) {
+            if (mismatch++ < 5)
+                fprintf(stderr, "st_num_fixed(%.17g, %d): %.*s, printf: %s\n", v, p, (int)n,
+                        mine, libc);
+        }
+    }
+    CHECK(mismatch == 0);
+    CHECK(total > 100000 && fell_back < total / 100); /* printf stays the exception */
+    CHECK(st_num_fixed(mine, -1.0, 3) == 0 && st_num_fixed(mine, -0.0, 3) == 0);
+    CHECK(st_num_fixed(mine, NAN, 3) == 0 && st_num_fixed(mine, INFINITY, 3) == 0);
+    CHECK(st_num_fixed(mine, 1.0, 10) == 0 && st_num_fixed(mine, 1e13, 3) == 0);
+    st_strbuf_t b;
+    st_strbuf_init(&b);
+    st_strbuf_u64(&b, 0);
+    st_strbuf_putc(&b, ' ');
+    st_strbuf_u64(&b, UINT64_MAX);
+    CHECK(strcmp(st_strbuf_cstr(&b), "0 18446744073709551615") == 0);
+    st_strbuf_free(&b);
+}
+
 /* Escaping for terminals, and buffers that stream into a file. */
 static void test_strbuf_escape_and_stream(void)
 {
@@ -622,6 +671,7 @@ int main(void)
     test_walk();
     test_table();
     test_numbers();
+    test_number_text();
     test_strbuf_escape_and_stream();
     test_fs_out();
     test_got();
