@@ -70,7 +70,8 @@ void st_pybackend_new_session(void);
  * of its hook for each value), so that a run without a timeline pays nothing for it. `key`
  * identifies the call (its frame, or its code object on 3.12+) so that its end can
  * be matched; `frame` is only read for --label args (NULL: the running frame). */
-/* The slow half of on_call: whatever the common case (below) is not. */
+/* The slow half of on_call (below): lines, scopes, @noprofile calls, code not yet
+ * judged or labelled, a thread not yet registered. */
 static __attribute__((noinline, unused)) int on_call_slow(st_pythread_t *ts, PyCodeObject *co,
                                                         const void *key, PyFrameObject *frame,
                                                         const int tracing)
@@ -171,7 +172,7 @@ static inline int thread_plain(const st_pythread_t *ts)
  * The common case first, inline in the backend's callback with `tracing` a
  * constant: a plain thread already registered, calling code of this generation
  * that is kept, unmarked and labelled. Everything else takes on_call_slow, out of
- * line, so that the hot path needs few registers and no stack frame. */
+ * line, so that the hot path needs few registers. */
 static inline __attribute__((always_inline)) int on_call(st_pythread_t *ts, PyCodeObject *co,
                                                          const void *key, PyFrameObject *frame,
                                                          const int tracing)
