@@ -235,14 +235,9 @@ static inline __attribute__((always_inline)) int py_return_event(PyFrameObject *
     st_pythread_t *ts = thread_state();
     if (!ts)
         return 0;
-    st_rec_thread_t *th = ts->th;
-    if (__builtin_expect(thread_plain(ts) && th && st_rec_top_key(th) == frame, 1)) {
-        st_rec_exit_key_t(th, frame, tracing); /* the common case: on_return's */
-        return 0;
-    }
     /* A C call of this frame still open is one whose end went to another hook
      * (the program's, while it held the thread): it is over. */
-    if (th && st_rec_top_key(th) == (const char *)frame + 1)
+    if (__builtin_expect(ts->th && st_rec_top_key(ts->th) == (const char *)frame + 1, 0))
         on_c_return(ts, (const char *)frame + 1, tracing);
     on_return(ts, frame, tracing);
     return 0;
