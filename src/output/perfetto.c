@@ -568,13 +568,13 @@ static int write_thread(writer_t *w, const st_timeline_t *m, size_t i, uint64_t 
         if (!flow && (!named || e->a >= st_intern_count(m->labels) || interned[e->a])) {
             /* The common case, encoded in place: track_event{type[, name_iid]} */
             inplace_t ev;
-            if (inplace_begin(w, &ev, ns - prev, &fix, type)) {
-                if (named) {
-                    *ev.p++ = (char)(TE_NAME_IID << 3);
-                    ev.p += put_varint(ev.p, (uint64_t)e->a + 1);
-                }
-                inplace_emit(w, &ev);
+            if (!inplace_begin(w, &ev, ns - prev, &fix, type))
+                continue; /* out of memory: out.failed says so */
+            if (named) {
+                *ev.p++ = (char)(TE_NAME_IID << 3);
+                ev.p += put_varint(ev.p, (uint64_t)e->a + 1);
             }
+            inplace_emit(w, &ev);
             prev = ns;
             (*events)++;
             continue;
