@@ -210,6 +210,41 @@ def test_threads_before_and_after(runner, clock):
         assert "sleeper" not in seen.get("sleepy", set()), seen
 
 
+LATE_SHORT = """
+    import threading, time
+
+    def spin(seconds):
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < seconds:
+            pass
+
+    def quick_work():
+        spin(0.04)
+
+    for i in range(3):
+        spin(0.3)  # nothing changes: strata's thread wakes every 100 ms by now (3.12+)
+        t = threading.Thread(target=quick_work, name=f"quick{i}")
+        t.start()
+        t.join()
+    print("ok")
+"""
+
+
+def test_short_threads_started_late(runner):
+    """Threads started after strata's thread has slowed down to its long period
+    (nothing changed for a while) are found at once, not at the next long tick:
+    on 3.12+ their start (an audit event) hurries the ticks; on 3.11 the ticks stay
+    short. Each lives 40 ms of CPU, less than the long period (100 ms)."""
+    runner.write("late.py", LATE_SHORT)
+    res = runner.strata("--sample", "--sample-clock", "wall", "-f", "1000", "late.py")
+    assert res.returncode == 0 and res.stdout == "ok\n", res.describe()
+    prof = load_profile(runner.results())
+    names = {th["index"]: th["name"] for th in prof["threads"]}
+    seen = {names[th["index"]]: set(inclusive(prof, th["index"])) for th in prof["threads"]}
+    for i in range(3):
+        assert "quick_work" in seen.get(f"quick{i}", set()), (i, seen)
+
+
 OWN_SIGNALS = """
     import signal, time, os
 
@@ -378,8 +413,8 @@ TAKES_OURS = """
 
 def test_program_takes_the_sampling_signal(runner):
     """A program that installs a handler on the very signal strata samples with
-    keeps it: strata moves to another signal within its 20 ms maintenance period,
-    says so, and goes on sampling."""
+    keeps it: strata moves to another signal at its maintenance thread's next tick
+    (within 100 ms), says so, and goes on sampling."""
     runner.write("takes.py", TAKES_OURS)
     res = runner.strata("--sample", "-f", "200", "takes.py",
                         env={"STRATA_SAMPLING_SIGNAL": "40"})

@@ -131,6 +131,14 @@ void st_ev_reserve(st_ev_shared_t *sh, uint32_t spare)
     st_ev_refill(sh);
 }
 
+uint32_t st_ev_sig_spare(st_ev_shared_t *sh)
+{
+    pthread_mutex_lock(&sh->lock);
+    uint32_t spare = sh->spare;
+    pthread_mutex_unlock(&sh->lock);
+    return spare;
+}
+
 void st_ev_shared_free(st_ev_shared_t *sh)
 {
     int fd = atomic_exchange(&sh->spill_fd, -1);

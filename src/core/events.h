@@ -179,6 +179,13 @@ void st_ev_refill(st_ev_shared_t *sh);
 /* Keeps at least `spare` chunks in the ring from now on (ST_EV_RING at most; never
  * fewer than asked for at init) and fills it. Any thread, not signal-safe. */
 void st_ev_reserve(st_ev_shared_t *sh, uint32_t spare);
+/* Signal chunks taken from the ring so far (a count that wraps). Any thread. */
+static inline uint32_t st_ev_sig_taken(st_ev_shared_t *sh)
+{
+    return atomic_load_explicit(&sh->taken, memory_order_relaxed);
+}
+/* How many signal chunks the ring keeps ready now. Any thread, not a handler. */
+uint32_t st_ev_sig_spare(st_ev_shared_t *sh);
 
 /* An empty buffer: nothing is allocated until its first event (the main lane's
  * first chunk comes with the reserve; the signal lane takes its first chunk from the

@@ -31,7 +31,9 @@
 #define NAME_LEFT_OUT UINT32_MAX
 #define NAME_UNKNOWN (UINT32_MAX - 1)
 
-#define RESCAN_TICKS 25            /* threads looked at every half second at least */
+#define RESCAN_NS 500000000ull     /* threads looked at every half second at least */
+/* 3.12+ raises an audit event when a thread state is made (on_audit) */
+#define THREAD_EVENTS (PY_VERSION_HEX >= 0x030C0000)
 
 #define NATIVE_BASE (CODE_UNKNOWN + 1) /* native frames' ids: NATIVE_BASE + an nstack id */
 
@@ -68,6 +70,9 @@ static struct {
     _Atomic uint64_t line_periods[NLINES];
     uint32_t nheld;               /* entries looked at by maintenance */
     uint32_t scan;
+    uint64_t scan_ns;             /* the last scan's time (monotonic) */
+    int unbound;                  /* it met a thread state no thread runs yet */
+    int audit_added;              /* the audit hook that hears threads start */
     PyThreadState *maint_ts, *maint_saved; /* the maintenance thread's */
     PyGILState_STATE maint_gil;
     int watcher;                  /* 3.12+: the code watcher's id, or -1 */
@@ -228,8 +233,12 @@ static int name_thread(st_sthread_t *t)
  * this scan. A thread's `flags` say whether threading named it. */
 static void scan_thread(PyThreadState *ts)
 {
-    if (ts == sp.maint_ts || ts->native_thread_id == 0)
+    if (ts == sp.maint_ts)
         return;
+    if (ts->native_thread_id == 0) { /* made, its thread not running it yet */
+        sp.unbound = 1;
+        return;
+    }
     st_sthread_t *t = find_thread(ts);
     if (!t || t->tid != (uint64_t)ts->native_thread_id)
         t = add_thread(ts);
@@ -246,6 +255,7 @@ static void scan_thread(PyThreadState *ts)
 static void scan_threads(void)
 {
     sp.scan++;
+    sp.unbound = 0;
     /* the calling thread first: at the start, the one that starts sampling is the
      * first sampled (|0>>>), whatever threads the process had before (a kernel's) */
     PyThreadState *me = PyThreadState_Get();
@@ -285,36 +295,66 @@ static uint64_t loader_count(void)
 
 /* The maintenance thread's part (sampling/stacks.h): holds the GIL while it
  * starts and ends, and at a tick when there are new code objects to hold or the
- * process's threads changed (and every half second). */
-static void tick(st_stacks_t *s, int phase, void *arg)
+ * process's threads changed (and every half second). Work that cannot wait makes
+ * the next tick come soon: threads that changed, an extension loaded, and without
+ * a code watcher new code objects (one may die, and its address name another,
+ * before they are held). On 3.11 every tick comes soon: no event says that a
+ * thread starts (on_audit). */
+static int tick(st_stacks_t *s, int phase, void *arg)
 {
     (void)arg;
     if (phase == ST_STACKS_BEGIN) {
         sp.maint_gil = PyGILState_Ensure();
         sp.maint_ts = PyThreadState_Get();
         sp.maint_saved = PyEval_SaveThread();
-        return;
+        return 0;
     }
     if (phase == ST_STACKS_END) {
         PyEval_RestoreThread(sp.maint_saved);
         PyGILState_Release(sp.maint_gil);
-        return;
+        return 0;
     }
+    int busy = 0;
     if (sp.native && loader_count() != sp.loads) {
         sp.loads = loader_count(); /* the importer loaded (or unloaded) an extension */
         st_nstack_refresh(&nstack, 0);
+        busy = 1;
     }
-    int new_threads = st_stacks_tasks_changed(s) || s->ticks % RESCAN_TICKS == 0;
+    int changed = st_stacks_tasks_changed(s);
+    /* a thread that was starting (its state made, not yet run) is looked for
+     * again at the short ticks of the hurry its start caused */
+    int new_threads = changed || (sp.unbound && s->hurrying) || s->now_ns - sp.scan_ns >= RESCAN_NS;
     int new_codes = st_addrtab_count(&sp.codes) != sp.nheld;
     if (new_threads || new_codes) {
         PyEval_RestoreThread(sp.maint_saved);
         if (new_codes)
             hold_new_codes();
-        if (new_threads)
+        if (new_threads) {
             scan_threads();
+            sp.scan_ns = s->now_ns;
+        }
         sp.maint_saved = PyEval_SaveThread();
     }
+    return busy || changed || (new_codes && sp.watcher < 0) || !THREAD_EVENTS;
 }
+
+#if THREAD_EVENTS
+/* Python's audit events (3.12+): a thread state made, or a thread about to start,
+ * makes the next ticks come soon, so that the thread is found within about 20 ms
+ * (a hook cannot be taken off: it stays, doing nothing once sampling ends). 3.11
+ * raises no such event: its ticks stay short. */
+static int on_audit(const char *event, PyObject *args, void *data)
+{
+    (void)args;
+    (void)data;
+    if (sp.on && (event[0] == '_' || event[0] == 'c') &&
+        (strcmp(event, "cpython.PyThreadState_New") == 0 ||
+         strcmp(event, "_thread.start_new_thread") == 0 ||
+         strcmp(event, "_thread.start_joinable_thread") == 0))
+        st_stacks_maint_hurry(&stacks);
+    return 0;
+}
+#endif
 
 /* Ends the maintenance thread (GIL held: released while it takes the GIL to
  * leave). */
@@ -422,6 +462,15 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
                                 "pointers (libunwind did not come with the interpreter: "
                                 "strata python --native starts it so)");
     scan_threads();
+    sp.scan_ns = st_clock_monotonic_ns();
+#if THREAD_EVENTS
+    if (!sp.audit_added) {
+        if (PySys_AddAuditHook(on_audit, NULL) < 0)
+            PyErr_Clear(); /* another hook refused it: threads are found by the ticks */
+        else
+            sp.audit_added = 1;
+    }
+#endif
 #if PY_VERSION_HEX >= 0x030C0000
     sp.watcher = PyCode_AddWatcher(on_code_event);
     if (sp.watcher < 0)

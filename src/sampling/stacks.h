@@ -15,13 +15,17 @@
  *     front end's walk, and records the ids as one sample in the thread's signal
  *     lane (st_rec_sample), weighted by the periods; its own CPU time is
  *     counted. No lock, no allocation: what the walk does must be the same;
- *   - the maintenance thread (20 ms): refills the recorder's signal chunks,
- *     moves the timers when the program takes the signal, looks every half
- *     second for threads that block the signal (their SigBlk in /proc), and
- *     calls the front end's tick (the Python front end takes the GIL there to
- *     find new threads and hold new code objects). It blocks every signal;
+ *   - the maintenance thread: refills the recorder's signal chunks, moves the
+ *     timers when the program takes the signal, looks every half second for
+ *     threads that block the signal (their SigBlk in /proc), and calls the
+ *     front end's tick (the Python front end takes the GIL there to find new
+ *     threads and hold new code objects). It blocks every signal. It wakes
+ *     every 20 ms after a tick that found work (threads found or gone, the
+ *     signal moved, the front end's news), while the handlers take signal
+ *     chunks fast, and after st_stacks_maint_hurry; otherwise every 100 ms,
+ *     since each wake-up costs CPU (20 to 35 µs on a virtual machine);
  *   - the samples added up as the run goes: unless a timeline needs them, the
- *     maintenance thread takes each thread's full signal chunks every 20 ms
+ *     maintenance thread takes each thread's full signal chunks at every tick
  *     (st_rec_set_sink) into a tree of raw id paths per thread (a node per
  *     distinct path, its periods), so a run of hours keeps the memory of its
  *     distinct stacks, not of its samples; st_stacks_fold names the trees'
@@ -80,10 +84,13 @@ typedef struct {
 typedef int (*st_stacks_walk_fn)(st_sthread_t *t, void *ucontext, uint32_t *ids, int cap);
 
 /* The front end's part of maintenance, on the maintenance thread: phase
- * ST_STACKS_BEGIN once when it starts, ST_STACKS_TICK every 20 ms, ST_STACKS_END
- * once before it ends. */
+ * ST_STACKS_BEGIN once when it starts, ST_STACKS_TICK at every tick (every 20 ms
+ * while things change, every 100 ms otherwise; s->now_ns is the tick's monotonic
+ * time), ST_STACKS_END once before it ends. A tick returns 1 when it found work
+ * (the next tick comes after 20 ms), else 0. */
 enum { ST_STACKS_BEGIN, ST_STACKS_TICK, ST_STACKS_END };
-typedef void (*st_stacks_tick_fn)(st_stacks_t *s, int phase, void *arg);
+typedef int (*st_stacks_tick_fn)(st_stacks_t *s, int phase, void *arg);
+#define ST_STACKS_HURRY_TICKS 5 /* short ticks after st_stacks_maint_hurry */
 
 /* One thread's samples added up: a tree of id paths (node 0: the root). */
 typedef struct {
@@ -113,7 +120,11 @@ struct st_stacks {
     pthread_mutex_t mlock;
     pthread_cond_t wake;
     int stop;
-    uint32_t ticks;
+    uint32_t hurry;              /* short ticks still owed to st_stacks_maint_hurry
+                                  * (under mlock) */
+    int hurrying;                /* this tick is one of them (the tick may read it) */
+    uint64_t now_ns, blocked_ns; /* the tick's time, the last blocked check's */
+    uint32_t chunks_seen;        /* signal chunks taken, at the last tick */
     uint64_t maint_cpu_ns;
     st_stacks_tick_fn tick;
     void *tick_arg;
@@ -163,6 +174,10 @@ int st_stacks_tasks_changed(st_stacks_t *s);
  * blocks every signal. 0 or ST_EIO. */
 int st_stacks_maint_start(st_stacks_t *s, st_stacks_tick_fn tick, void *arg);
 
+/* Something is about to change (the front end heard a thread start): the next
+ * ST_STACKS_HURRY_TICKS ticks come after 20 ms, the one under way included. Any
+ * thread, not a handler. */
+void st_stacks_maint_hurry(st_stacks_t *s);
 /* Ends the maintenance thread and waits for it (the Python front end lets the
  * GIL go around this: its tick takes it). */
 void st_stacks_maint_stop(st_stacks_t *s);

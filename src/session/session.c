@@ -136,7 +136,8 @@ int st_session_init(st_session_t *s, const st_settings_t *settings, st_msg_t *ms
         .max_depth = (uint32_t)st_settings_int(set, ST_S_TRACE_MAX_DEPTH),
         .spill_dir = s->outdir, /* filled in by st_session_make_outdir */
         /* stack samples are written by signal handlers into chunks kept ready
-         * (mapped and faulted in beforehand), refilled every 20 ms: 8 chunks at
+         * (mapped and faulted in beforehand), refilled at each of the sampler's
+         * ticks (every 20 ms while they go fast, sampling/stacks.c): 8 chunks at
          * 100 Hz up to 32 at 1 kHz and 64 above, and one more a thread sampled
          * (st_rec_sig_threads: its lane takes one at its first sample); 32 chunks
          * (512 KB) hold about 4600 samples of 20 frames, 70 ms of 64 threads

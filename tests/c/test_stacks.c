@@ -4,7 +4,8 @@
  * all threads at once; every sample lands in its own thread's lane; the fold
  * names the ids; the summary counts what happened; a thread dropped gets no
  * more samples; pause and resume (exec) stop and restart the timers; the table
- * gives one id per address whatever the races. Also built with ThreadSanitizer
+ * gives one id per address whatever the races; the maintenance thread keeps its
+ * pace (long ticks when quiet, short ones after work or a hurry). Also built with ThreadSanitizer
  * (make test-tsan) and ASan/UBSan (make test-asan). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -192,9 +193,72 @@ static void test_addrtab_race(void)
     st_addrtab_free(&race);
 }
 
+/* The maintenance thread's pace: every 100 ms while nothing changes, every 20 ms
+ * after a tick that found work and for the ticks a hurry asks for (sent from two
+ * threads at once here, for ThreadSanitizer). Load only makes ticks fewer, so the
+ * bounds are one-sided: at most so many long ticks, at least so many short ones. */
+static _Atomic int ticks, tick_busy;
+
+static int count_tick(st_stacks_t *s, int phase, void *arg)
+{
+    (void)s;
+    (void)arg;
+    if (phase == ST_STACKS_TICK)
+        atomic_fetch_add(&ticks, 1);
+    return atomic_load(&tick_busy);
+}
+
+static void sleep_s(double secs)
+{
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static void *hurry(void *arg)
+{
+    st_stacks_maint_hurry(arg);
+    return NULL;
+}
+
+static void test_maint_pace(void)
+{
+    st_rec_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.budget = 1u << 20;
+    cfg.sig_chunks = 8;
+    st_recorder_t rec;
+    CHECK(st_rec_init(&rec, &cfg) == 0);
+    st_msg_t msg;
+    CHECK(st_stacks_start(&stacks, &rec, rec.m_samples, 0, ST_SIGCLOCK_CPU, 10.0, walk, &msg) ==
+          0);
+    CHECK(st_stacks_maint_start(&stacks, count_tick, NULL) == 0);
+    sleep_s(0.65); /* the first tick soon, then long ones: 7 at most (20 ms ones: 32) */
+    int quiet = atomic_load(&ticks);
+    CHECK(quiet >= 1 && quiet <= 8);
+    pthread_t h[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&h[i], NULL, hurry, &stacks) == 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(h[i], NULL);
+    sleep_s(0.3); /* ST_STACKS_HURRY_TICKS short ticks, then long ones: 7 (long only: 3) */
+    int hurried = atomic_load(&ticks) - quiet;
+    CHECK(hurried >= ST_STACKS_HURRY_TICKS);
+    atomic_store(&tick_busy, 1); /* the front end finds work at every tick */
+    sleep_s(0.15);
+    int before = atomic_load(&ticks);
+    sleep_s(0.3); /* 15 short ticks (long only: 3) */
+    CHECK(atomic_load(&ticks) - before >= 8);
+    st_stacks_stop(&stacks);
+    st_stacks_maint_stop(&stacks);
+    st_stacks_end(&stacks);
+    st_rec_free(&rec);
+}
+
 int main(void)
 {
     test_addrtab_race();
     test_sampler();
+    test_maint_pace();
     return st_check_report();
 }
