@@ -189,6 +189,21 @@ def test_follow_children_off(runner: Runner):
     assert not (runner.dir / "out" / "processes.jsonl").exists()
 
 
+def test_results_folder_used_again(runner: Runner):
+    """A second run into the same results folder lists its own children only: the
+    first run's lines leave processes.jsonl, and the end line counts this run's."""
+    runner.write("family.py", FAMILY)
+    runner.write("kid.py", KID)
+    for _ in range(2):
+        res = runner.strata("-o", "out", "family.py")
+        assert res.returncode == 0, res.describe()
+    assert "2 child processes profiled" in res.stderr, res.describe()
+    records = [json.loads(line)
+               for line in (runner.dir / "out" / "processes.jsonl").read_text().splitlines()]
+    top = load_profile(runner.dir / "out")["metadata"]["pid"]
+    assert len(records) == 2 and all(r["parent"] == top for r in records), records
+
+
 def test_children_trace_and_sample(runner: Runner):
     """The run's modes are the children's: --trace gives each child its timeline,
     --sample its samples; the timelines of a run's processes merge into one."""

@@ -559,6 +559,11 @@ int st_session_make_outdir(st_session_t *s, const char *target, st_msg_t *msg)
     if (mark(s, &why) < 0)
         return st_msg_set(msg, ST_EIO, "cannot write in the results folder '%s': %s",
                           s->outdir_shown, why.text);
+    /* a folder used again: the record of an earlier run's children is not this
+     * run's (its lines would be counted, and shown as this run's tree) */
+    char record[PATH_MAX + 32];
+    snprintf(record, sizeof record, "%s/" TREE_RECORD, s->outdir);
+    unlink(record);
     return 0;
 }
 
