@@ -46,7 +46,10 @@ same workloads, rounds and medians:
     floor@HZ   bench/runners/sample_floor.py: a timer on each thread's CPU clock
                at HZ whose signal handler reads one clock (bench/floor/samplefloor.c):
                what an in-process sampler pays just for being interrupted
-    strata@HZ  strata python --sample -f HZ -o TMP -- script.py
+    strata@HZ  strata python --sample -f HZ --follow-children off -o TMP -- script.py
+               (the program's child processes are not profiled, as py-spy and
+               austin do not sample them by default: test_json starts 8; the cost
+               of following them is measured by bench/children_bench.py)
     py-spy@HZ  py-spy record -r HZ -o FILE --format raw -- python script.py
     austin@HZ  austin -i 1000000/HZ -o FILE python script.py
 
@@ -838,7 +841,8 @@ def sample_command(tool, python, script, outdir):
     if tool.base == "floor":
         return [python, os.path.join(RUNNERS, "sample_floor.py"), tool.ext_dir, str(hz), script]
     if tool.base == "strata":
-        return [tool.strata, "python", "--sample", "-f", str(hz), "-o", outdir, "--", script]
+        return [tool.strata, "python", "--sample", "-f", str(hz), "--follow-children", "off",
+                "-o", outdir, "--", script]
     out = os.path.join(os.path.dirname(outdir), "samples.txt")
     if tool.base == "py-spy":
         return [tool.exe, "record", "-r", str(hz), "-o", out, "--format", "raw", "--",
