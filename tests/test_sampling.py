@@ -210,13 +210,18 @@ def test_threads_before_and_after(runner, clock):
         assert "sleeper" not in seen.get("sleepy", set()), seen
 
 
-LATE_SHORT = """
-    import threading, time
+# spins for `seconds` of the thread's CPU time (shared by the programs below)
+SPIN_CPU = """
+    import time
 
     def spin(seconds):
         t0 = time.thread_time()
         while time.thread_time() - t0 < seconds:
             pass
+"""
+
+LATE_SHORT = SPIN_CPU + """
+    import threading
 
     def quick_work():
         spin(0.04)
@@ -484,13 +489,8 @@ def test_cpython_tests_unchanged_under_sampling(runner, native):
     assert st["samples"] > 100 and st["lost"] == 0, st
 
 
-BLOCKS = """
-    import signal, threading, time
-
-    def spin(seconds):
-        t0 = time.thread_time()
-        while time.thread_time() - t0 < seconds:
-            pass
+BLOCKS = SPIN_CPU + """
+    import signal, threading
 
     def hidden():
         spin(0.3)

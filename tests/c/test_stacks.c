@@ -73,14 +73,20 @@ static void spin_for(double secs)
         ;
 }
 
-static void test_sampler(void)
+/* A recorder for samples: `budget` bytes, 8 signal chunks kept ready. */
+static void init_recorder(st_recorder_t *rec, uint64_t budget)
 {
     st_rec_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.budget = 16u << 20;
+    cfg.budget = budget;
     cfg.sig_chunks = 8;
+    CHECK(st_rec_init(rec, &cfg) == 0);
+}
+
+static void test_sampler(void)
+{
     st_recorder_t rec;
-    CHECK(st_rec_init(&rec, &cfg) == 0);
+    init_recorder(&rec, 16u << 20);
     CHECK(st_addrtab_new(&table, 10) == 0);
     st_msg_t msg;
     CHECK(st_stacks_start(&stacks, &rec, rec.m_samples, 0, ST_SIGCLOCK_CPU, 1000.0, walk, &msg) ==
@@ -223,12 +229,8 @@ static void *hurry(void *arg)
 
 static void test_maint_pace(void)
 {
-    st_rec_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.budget = 1u << 20;
-    cfg.sig_chunks = 8;
     st_recorder_t rec;
-    CHECK(st_rec_init(&rec, &cfg) == 0);
+    init_recorder(&rec, 1u << 20);
     st_msg_t msg;
     CHECK(st_stacks_start(&stacks, &rec, rec.m_samples, 0, ST_SIGCLOCK_CPU, 10.0, walk, &msg) ==
           0);
