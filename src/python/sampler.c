@@ -32,6 +32,7 @@
 #define NAME_UNKNOWN (UINT32_MAX - 1)
 
 #define RESCAN_NS 500000000ull     /* threads looked at every half second at least */
+#define UNBOUND_TRIES 25           /* scans for a thread state not run yet: half a second */
 /* 3.12+ raises an audit event when a thread state is made (on_audit) */
 #define THREAD_EVENTS (PY_VERSION_HEX >= 0x030C0000)
 
@@ -72,6 +73,7 @@ static struct {
     uint32_t scan;
     uint64_t scan_ns;             /* the last scan's time (monotonic) */
     int unbound;                  /* it met a thread state no thread runs yet */
+    uint32_t unbound_tries;       /* scans since, that met one still */
     int audit_added;              /* the audit hook that hears threads start */
     PyThreadState *maint_ts, *maint_saved; /* the maintenance thread's */
     PyGILState_STATE maint_gil;
@@ -229,13 +231,31 @@ static int name_thread(st_sthread_t *t)
     return named;
 }
 
+/* Whether thread state ts is made for a thread that does not run it yet. 3.12+
+ * gives a state its thread's ids when the thread binds it (0 before). 3.11 gives a
+ * state made for a new thread the ids of the thread that made it, until the new
+ * thread starts: of two states with one kernel id the newer is that one (the
+ * interpreter lists its states newest first). Its timer would be the maker's, and
+ * the maker's samples the new thread's frames. */
+static int unbound(PyThreadState *ts)
+{
+    if (ts->native_thread_id == 0)
+        return 1;
+#if PY_VERSION_HEX < 0x030C0000
+    for (PyThreadState *o = PyThreadState_Next(ts); o; o = PyThreadState_Next(o))
+        if (o->native_thread_id == ts->native_thread_id)
+            return 1;
+#endif
+    return 0;
+}
+
 /* Arms the timer of thread state ts when it is not armed yet, and marks it seen in
  * this scan. A thread's `flags` say whether threading named it. */
 static void scan_thread(PyThreadState *ts)
 {
     if (ts == sp.maint_ts)
         return;
-    if (ts->native_thread_id == 0) { /* made, its thread not running it yet */
+    if (unbound(ts)) { /* looked for again at the next ticks */
         sp.unbound = 1;
         return;
     }
@@ -321,9 +341,11 @@ static int tick(st_stacks_t *s, int phase, void *arg)
         busy = 1;
     }
     int changed = st_stacks_tasks_changed(s);
-    /* a thread that was starting (its state made, not yet run) is looked for
-     * again at the short ticks of the hurry its start caused */
-    int new_threads = changed || (sp.unbound && s->hurrying) || s->now_ns - sp.scan_ns >= RESCAN_NS;
+    /* a thread that was starting (its state made, not yet run) is looked for again
+     * at the next short ticks (a while: a state may be made for a thread that never
+     * starts) */
+    int retry = sp.unbound && sp.unbound_tries < UNBOUND_TRIES;
+    int new_threads = changed || retry || s->now_ns - sp.scan_ns >= RESCAN_NS;
     int new_codes = st_addrtab_count(&sp.codes) != sp.nheld;
     if (new_threads || new_codes) {
         PyEval_RestoreThread(sp.maint_saved);
@@ -332,10 +354,12 @@ static int tick(st_stacks_t *s, int phase, void *arg)
         if (new_threads) {
             scan_threads();
             sp.scan_ns = s->now_ns;
+            sp.unbound_tries = sp.unbound ? sp.unbound_tries + retry : 0;
         }
         sp.maint_saved = PyEval_SaveThread();
     }
-    return busy || changed || (new_codes && sp.watcher < 0) || !THREAD_EVENTS;
+    return busy || changed || (sp.unbound && sp.unbound_tries < UNBOUND_TRIES) ||
+           (new_codes && sp.watcher < 0) || !THREAD_EVENTS;
 }
 
 #if THREAD_EVENTS

@@ -393,7 +393,6 @@ static void *maintain(void *arg)
         }
         if (s->stop)
             break;
-        s->hurrying = s->hurry != 0;
         if (s->hurry)
             s->hurry--;
         pthread_mutex_unlock(&s->mlock);

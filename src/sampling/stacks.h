@@ -122,7 +122,6 @@ struct st_stacks {
     int stop;
     uint32_t hurry;              /* short ticks still owed to st_stacks_maint_hurry
                                   * (under mlock) */
-    int hurrying;                /* this tick is one of them (the tick may read it) */
     uint64_t now_ns, blocked_ns; /* the tick's time, the last blocked check's */
     uint32_t chunks_seen;        /* signal chunks taken, at the last tick */
     uint64_t maint_cpu_ns;
