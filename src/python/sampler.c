@@ -313,6 +313,14 @@ static uint64_t loader_count(void)
     return n;
 }
 
+/* Whether a thread state that no thread ran yet, met by the last scan, is to be
+ * looked for again (for a while: a state may be made for a thread that never
+ * starts). */
+static int unbound_pending(void)
+{
+    return sp.unbound && sp.unbound_tries < UNBOUND_TRIES;
+}
+
 /* The maintenance thread's part (sampling/stacks.h): holds the GIL while it
  * starts and ends, and at a tick when there are new code objects to hold or the
  * process's threads changed (and every half second). Work that cannot wait makes
@@ -341,10 +349,7 @@ static int tick(st_stacks_t *s, int phase, void *arg)
         busy = 1;
     }
     int changed = st_stacks_tasks_changed(s);
-    /* a thread that was starting (its state made, not yet run) is looked for again
-     * at the next short ticks (a while: a state may be made for a thread that never
-     * starts) */
-    int retry = sp.unbound && sp.unbound_tries < UNBOUND_TRIES;
+    int retry = unbound_pending();
     int new_threads = changed || retry || s->now_ns - sp.scan_ns >= RESCAN_NS;
     int new_codes = st_addrtab_count(&sp.codes) != sp.nheld;
     if (new_threads || new_codes) {
@@ -358,8 +363,8 @@ static int tick(st_stacks_t *s, int phase, void *arg)
         }
         sp.maint_saved = PyEval_SaveThread();
     }
-    return busy || changed || (sp.unbound && sp.unbound_tries < UNBOUND_TRIES) ||
-           (new_codes && sp.watcher < 0) || !THREAD_EVENTS;
+    return busy || changed || unbound_pending() || (new_codes && sp.watcher < 0) ||
+           !THREAD_EVENTS;
 }
 
 #if THREAD_EVENTS

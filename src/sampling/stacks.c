@@ -351,7 +351,7 @@ static int chunks_going_fast(st_stacks_t *s, uint64_t elapsed_ns)
 static int maintain_tick(st_stacks_t *s, uint64_t elapsed_ns)
 {
     st_rec_maintain(s->rec);
-    int busy = chunks_going_fast(s, elapsed_ns) || s->rec->ev.policy == ST_EV_FLUSH;
+    int busy = chunks_going_fast(s, elapsed_ns) || s->rec->cfg.policy == ST_EV_FLUSH;
     st_msg_t msg;
     /* under the lock: the timers move while no thread is added, dropped or stopped */
     pthread_mutex_lock(&s->lock);
