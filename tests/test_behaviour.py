@@ -26,7 +26,7 @@ def final_marker():
 
 @dataclass
 class Case:
-    files: dict  # relative path -> source
+    files: dict  # relative path -> source (str, or bytes written as they are)
     argv: list  # what follows `python` (and `strata python --`)
     expect_rc: int = 0  # plain python's exit status (checks the script itself)
     input: str | None = None
@@ -797,6 +797,48 @@ def _(table, results, runner):
     assert table.get("terminate").count == 1
 
 
+@case("source_encoding", argv=["latin.py"], files={"latin.py": (
+    b"# -*- coding: latin-1 -*-\n"
+    b"def show():\n"
+    b"    s = '\xe9t\xe9'\n"
+    b"    print(len(s), ascii(s))\n"
+    b"show()\n"
+) + FINAL.encode() + b"final_marker()\n"})
+def _(table, results, runner):
+    # the script is compiled as python compiles it: its coding cookie is read
+    assert table.get("show").count == 1
+    ends_clean(table)
+
+
+@case("byte_order_mark", argv=["bom.py"], files={"bom.py": (
+    b"\xef\xbb\xbfdef show():\n    print('with a BOM')\nshow()\n"
+)})
+def _(table, results, runner):
+    assert table.get("show").count == 1
+
+
+@case("future_import", argv=["fut.py"], files={"fut.py": """
+from __future__ import annotations
+
+def typed(x: NotDefinedAnywhere) -> AlsoUndefined:
+    return x
+
+print(typed.__annotations__, typed(3))
+"""})
+def _(table, results, runner):
+    # the script's own __future__ imports hold (its annotations stay strings)
+    assert table.get("typed").count == 1
+
+
+@case("syntax_error", argv=["broken.py"], expect_rc=1, profiled=False, files={"broken.py": """
+x = 1
+def (:
+    pass
+"""})
+def _(table, results, runner):
+    pass
+
+
 # ---------------------------------------------------------------------------- the tests
 
 PARAMS = [pytest.param(name, "strata", id=f"{name}-strata") for name in CASES] + [
@@ -826,7 +868,10 @@ def compare(plain, prof, what=""):
 def test_same_as_plain_python(runner, name, form):
     c = CASES[name]
     for path, text in c.files.items():
-        runner.write(path, text)
+        if isinstance(text, bytes):  # a source in another encoding, as it is
+            (runner.dir / path).write_bytes(text)
+        else:
+            runner.write(path, text)
     kw = {"input": c.input}
     if c.timeout:
         kw["timeout"] = c.timeout
