@@ -839,6 +839,39 @@ def _(table, results, runner):
     pass
 
 
+@case("modules_not_imported", argv=["mods.py"], files={"mods.py": """
+import sys
+names = ("threading", "ast", "collections", "functools", "runpy", "weakref")
+print(sorted(m for m in names if m in sys.modules))
+"""})
+def _(table, results, runner):
+    # strata imports none of them for the program: plain python's list, printed above
+    pass
+
+
+@case("threads_after_late_import", argv=["late.py"], files={"late.py": """
+def work(n):
+    return sum(range(n))
+
+def main():
+    import threading  # not imported before: strata follows threads from here on
+    ts = [threading.Thread(target=work, args=(1000,)) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print("joined")
+
+main()
+"""})
+def _(table, results, runner):
+    assert table.get("main").count == 1
+    workers = [t for t in table.threads() if t != 0]
+    assert len(workers) == 3, table.text
+    for t in workers:
+        assert table.get("work", thread=t).count == 1, table.text
+
+
 # ---------------------------------------------------------------------------- the tests
 
 PARAMS = [pytest.param(name, "strata", id=f"{name}-strata") for name in CASES] + [

@@ -3,7 +3,10 @@
  * Every existing thread gets the hook when profiling starts (through
  * _PyEval_SetProfile on its thread state), and new threads through
  * threading.setprofile, whose trampoline installs the C hook on the thread's first
- * event. The hook turns CALL / RETURN / C_CALL / C_RETURN into the collector's
+ * event. strata does not import threading itself (2.5 ms of a run that starts no
+ * thread): when the program has not imported it yet, the trampoline is set once its
+ * import is done, before its first thread starts (st_pybackend_threading_check).
+ * The hook turns CALL / RETURN / C_CALL / C_RETURN into the collector's
  * events (collector.h). CPython 3.12 and later use sys.monitoring instead
  * (backend_monitoring.c), behind the same functions; CMake builds the one that fits
  * the interpreter.
@@ -149,6 +152,7 @@ static struct {
     int late;           /* a hook was taken back late (from another thread, or a thread
                          * with a trace function): calls there may be lost */
     unsigned long main_ident; /* the thread whose pending calls run (the main one) */
+    int threading_set;        /* strata set threading's profile hook */
     int threads_unfollowed;   /* the program cleared threading's profile hook */
     PyObject *setprofile;     /* strata's sys.setprofile while profiling */
     PyObject *sys_setprofile; /* the interpreter's */
@@ -643,8 +647,12 @@ static int pending_recheck(void *arg)
  * thread that changes it) and arranges a recheck after the change. */
 static int audit(const char *event, PyObject *args, void *data)
 {
-    (void)args;
     (void)data;
+    if (event[0] == 'i' && !hk.threading_set && st_py.running && !st_py.forked_child &&
+        strcmp(event, "import") == 0 && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 &&
+        PyUnicode_Check(PyTuple_GET_ITEM(args, 0)) &&
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(args, 0), "threading") == 0)
+        st_py.threading_due = 1; /* its hook is set once the module has run */
     if (event[0] != 's' || strcmp(event, "sys.setprofile") != 0 || hk.setting ||
         !st_py.running || st_py.forked_child)
         return 0;
@@ -684,29 +692,64 @@ static PyObject *bootstrap(PyObject *self, PyObject *args)
 
 static PyMethodDef bootstrap_def = {"_bootstrap", bootstrap, METH_VARARGS, NULL};
 
-/* threading.setprofile(fn); with `only_if`, only while threading's hook is that
- * one (the program may have set its own since). */
-static int set_threading_profile(PyObject *fn, PyObject *only_if)
+/* The threading module once the program has imported it (its import done), as a
+ * new reference; NULL (no exception) before. strata does not import it: that costs
+ * a program that never starts a thread about 2.5 ms (collections, functools). */
+static PyObject *threading_loaded(void)
 {
-    PyObject *threading = PyImport_ImportModule("threading");
-    if (!threading)
-        return -1;
+    PyObject *name = PyUnicode_FromString("threading");
+    PyObject *threading = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    PyObject *spec = threading ? PyObject_GetAttrString(threading, "__spec__") : NULL;
+    PyObject *init = spec ? PyObject_GetAttrString(spec, "_initializing") : NULL;
+    int running = init && PyObject_IsTrue(init) == 1; /* its module code is running */
+    Py_XDECREF(init);
+    Py_XDECREF(spec);
+    PyErr_Clear();
+    if (running)
+        Py_CLEAR(threading);
+    return threading;
+}
+
+/* threading.setprofile(fn) on the loaded module; with `only_if`, only while
+ * threading's hook is that one (the program may have set its own since). */
+static int set_threading_profile(PyObject *threading, PyObject *fn, PyObject *only_if)
+{
     PyObject *r = NULL;
     if (only_if) {
         r = PyObject_CallMethod(threading, "getprofile", NULL);
         int same = r == only_if;
         Py_XDECREF(r);
-        if (!r || !same) {
-            Py_DECREF(threading);
+        if (!r || !same)
             return r ? 0 : -1;
-        }
     }
     r = PyObject_CallMethod(threading, "setprofile", "O", fn);
-    Py_DECREF(threading);
     if (!r)
         return -1;
     Py_DECREF(r);
     return 0;
+}
+
+/* New threads get strata's hook through threading's trampoline, set at once when
+ * the program has imported threading, else when its import is done: from the
+ * import's audit event on, the slow path of every call asks (on_call_slow), and a
+ * thread's first start is such a call (Thread.start, not yet judged). */
+void st_pybackend_threading_check(void)
+{
+    st_py.threading_due = 0;
+    if (!st_py.running || st_py.forked_child || hk.threading_set)
+        return;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *threading = threading_loaded();
+    if (threading) {
+        hk.threading_set = set_threading_profile(threading, st_py.bootstrap, NULL) == 0;
+        Py_DECREF(threading);
+    } else {
+        st_py.threading_due = 1; /* its module code still runs */
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
 }
 
 void st_pybackend_new_session(void)
@@ -725,22 +768,30 @@ int st_pybackend_start(void)
     if (!st_py.bootstrap && !(st_py.bootstrap = PyCFunction_New(&bootstrap_def, NULL)))
         return -1;
     check_frame_layout();
-    /* threading first: importing it now must not be recorded. */
-    if (set_threading_profile(st_py.bootstrap, NULL) < 0)
+    hk.threading_set = 0;
+    st_py.threading_due = 0;
+    PyObject *threading = threading_loaded();
+    if (threading && set_threading_profile(threading, st_py.bootstrap, NULL) < 0) {
+        Py_DECREF(threading);
         return -1;
+    }
+    hk.threading_set = threading != NULL;
     if (!hk.audit_added) {
-        if (PySys_AddAuditHook(audit, NULL) < 0)
+        if (PySys_AddAuditHook(audit, NULL) < 0) {
+            Py_XDECREF(threading);
             return -1;
+        }
         hk.audit_added = 1;
-        PyObject *threading = PyImport_ImportModule("threading");
+        /* threading's main thread when it is loaded, else the one that imported
+         * strata: the thread that runs pending calls either way */
         PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
         PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
-        hk.main_ident = ident ? PyLong_AsUnsignedLong(ident) : PyThread_get_thread_ident();
+        hk.main_ident = ident ? PyLong_AsUnsignedLong(ident) : st_py.main_ident;
         Py_XDECREF(ident);
         Py_XDECREF(main);
-        Py_XDECREF(threading);
         PyErr_Clear();
     }
+    Py_XDECREF(threading);
     PyThreadState *me = PyThreadState_Get();
     /* The thread starting the profile (the main thread) is |0>>>. */
     if (install_on(me, 1, 1) < 0)
@@ -788,14 +839,16 @@ void st_pybackend_stop(void)
     }
     /* threading's hook as the program left it: None means threads it started since
      * had no hook for strata to follow */
-    PyObject *threading = PyImport_ImportModule("threading");
+    st_py.threading_due = 0;
+    PyObject *threading = hk.threading_set ? threading_loaded() : NULL;
     PyObject *left = threading ? PyObject_CallMethod(threading, "getprofile", NULL) : NULL;
     hk.threads_unfollowed = left == Py_None;
     Py_XDECREF(left);
-    Py_XDECREF(threading);
     PyErr_Clear();
-    if (set_threading_profile(Py_None, st_py.bootstrap) < 0)
+    if (threading && set_threading_profile(threading, Py_None, st_py.bootstrap) < 0)
         PyErr_Clear();
+    Py_XDECREF(threading);
+    hk.threading_set = 0;
     if (swap_setprofile(0) < 0)
         PyErr_Clear();
     PyErr_Restore(et, ev, tb);

@@ -64,6 +64,11 @@ void st_pybackend_refresh(void);
 void st_pybackend_report(FILE *err);
 /* A new session begins: what the last one's report said is forgotten. */
 void st_pybackend_new_session(void);
+#if PY_VERSION_HEX < 0x030C0000
+/* 3.11: sets threading's profile hook if the program's import of threading is done
+ * (st_py.threading_due: on_call_slow asks at each call it takes until then). */
+void st_pybackend_threading_check(void);
+#endif
 
 /* The collector's events, called by the backend with the GIL held. `tracing` is
  * st_py.tracing; a backend may pass it as a constant (backend_profile.c has one copy
@@ -77,6 +82,11 @@ static __attribute__((noinline, unused)) int on_call_slow(st_pythread_t *ts, PyC
                                                         const int tracing)
 {
     codeinfo_t *ci = NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    /* a thread's first start is a call of code not yet judged: the slow path */
+    if (__builtin_expect(st_py.threading_due, 0))
+        st_pybackend_threading_check();
+#endif
     if (__builtin_expect(st_py.lines, 0)) {
         ci = code_info(co);
         if (ci && ci->lines)

@@ -97,6 +97,8 @@ typedef struct {
     Py_ssize_t extra_index;
     PyObject *threads;        /* list of st_pythread_t, keeps them alive */
     PyObject *bootstrap;      /* the threading.setprofile trampoline (3.11) */
+    int threading_due;        /* 3.11: threading is being imported, and its profile
+                                 hook is strata's to set once it is (backend_profile.c) */
     cfunc_entry_t *cfuncs;
     size_t ncfunc_slots, ncfuncs;
     PyObject *error;          /* _strata.Error */
