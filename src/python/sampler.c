@@ -85,7 +85,7 @@ static struct {
     int neval;
     uint64_t loads;               /* the loader's count of loads and unloads, last seen */
     _Atomic uint64_t native_cut;  /* --native: samples whose native walk met no eval loop */
-} sp = {.watcher = -1};
+} sp; /* zero-initialised (.bss: its tables are 1.5 MB); watcher set at start */
 
 /* ------------------------------------------------------------------------- */
 /* The handler                                                               */
@@ -500,6 +500,7 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
             sp.audit_added = 1;
     }
 #endif
+    sp.watcher = -1;
 #if PY_VERSION_HEX >= 0x030C0000
     sp.watcher = PyCode_AddWatcher(on_code_event);
     if (sp.watcher < 0)
