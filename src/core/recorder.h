@@ -514,7 +514,8 @@ int st_rec_fold_samples(st_recorder_t *r, const uint32_t *map, uint32_t nmap);
 /* The same where one id stands for several frames (a native address: the function
  * there and those inlined into it): id `f` below nids is the labels
  * labels[first[f] .. first[f + 1]), outermost first (none: left out); first has
- * nids + 1 entries. */
+ * nids + 1 entries, of which only those of the ids the samples hold (and the next
+ * one's) are read. */
 int st_rec_fold_chains(st_recorder_t *r, const uint32_t *first, const uint32_t *labels,
                        uint32_t nids);
 
