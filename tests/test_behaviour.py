@@ -849,6 +849,32 @@ def _(table, results, runner):
     pass
 
 
+@case("threads_after_import_module", argv=["late.py"], files={"late.py": """
+import importlib
+
+def work(n):
+    return sum(range(n))
+
+def main():
+    # importlib's import raises no "import" audit event: strata hears threading's
+    # module code run ("exec")
+    threading = importlib.import_module("threading")
+    ts = [threading.Thread(target=work, args=(1000,)) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print("joined")
+
+main()
+"""})
+def _(table, results, runner):
+    workers = [t for t in table.threads() if t != 0]
+    assert len(workers) == 2, table.text
+    for t in workers:
+        assert table.get("work", thread=t).count == 1, table.text
+
+
 @case("threads_after_late_import", argv=["late.py"], files={"late.py": """
 def work(n):
     return sum(range(n))

@@ -643,15 +643,35 @@ static int pending_recheck(void *arg)
     return 0;
 }
 
+/* Whether code is the threading module's own (threading.py's module code), about to
+ * run: every import of it execs that code, whatever started the import (an import
+ * statement, importlib.import_module, runpy), and the "exec" audit event says so. */
+static int is_threading_module(PyObject *code)
+{
+    if (!PyCode_Check(code))
+        return 0;
+    PyCodeObject *co = (PyCodeObject *)code;
+    if (PyUnicode_CompareWithASCIIString(co->co_name, "<module>") != 0)
+        return 0;
+    const char *file = PyUnicode_AsUTF8(co->co_filename);
+    if (!file) {
+        PyErr_Clear();
+        return 0;
+    }
+    size_t n = strlen(file);
+    return n >= 12 && strcmp(file + n - 12, "threading.py") == 0 &&
+           (n == 12 || file[n - 13] == '/');
+}
+
 /* Hears "sys.setprofile" (raised before a thread's profile hook changes, on the
- * thread that changes it) and arranges a recheck after the change. */
+ * thread that changes it) and arranges a recheck after the change; and "exec" of
+ * threading's module code, after which its profile hook is strata's to set. */
 static int audit(const char *event, PyObject *args, void *data)
 {
     (void)data;
-    if (event[0] == 'i' && !hk.threading_set && st_py.running && !st_py.forked_child &&
-        strcmp(event, "import") == 0 && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 &&
-        PyUnicode_Check(PyTuple_GET_ITEM(args, 0)) &&
-        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(args, 0), "threading") == 0)
+    if (event[0] == 'e' && !hk.threading_set && st_py.running && !st_py.forked_child &&
+        strcmp(event, "exec") == 0 && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 &&
+        is_threading_module(PyTuple_GET_ITEM(args, 0)))
         st_py.threading_due = 1; /* its hook is set once the module has run */
     if (event[0] != 's' || strcmp(event, "sys.setprofile") != 0 || hk.setting ||
         !st_py.running || st_py.forked_child)
@@ -731,9 +751,10 @@ static int set_threading_profile(PyObject *threading, PyObject *fn, PyObject *on
 }
 
 /* New threads get strata's hook through threading's trampoline, set at once when
- * the program has imported threading, else when its import is done: from the
- * import's audit event on, the slow path of every call asks (on_call_slow), and a
- * thread's first start is such a call (Thread.start, not yet judged). */
+ * the program has imported threading, else when its import is done: from the audit
+ * event of its module code's exec on, the slow path of every call asks
+ * (on_call_slow), and a thread's first start is such a call (Thread.start, not yet
+ * judged). */
 void st_pybackend_threading_check(void)
 {
     st_py.threading_due = 0;
