@@ -849,38 +849,14 @@ def _(table, results, runner):
     pass
 
 
-@case("threads_after_import_module", argv=["late.py"], files={"late.py": """
+LATE_THREADS = """
 import importlib
 
 def work(n):
     return sum(range(n))
 
 def main():
-    # importlib's import raises no "import" audit event: strata hears threading's
-    # module code run ("exec")
-    threading = importlib.import_module("threading")
-    ts = [threading.Thread(target=work, args=(1000,)) for _ in range(2)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    print("joined")
-
-main()
-"""})
-def _(table, results, runner):
-    workers = [t for t in table.threads() if t != 0]
-    assert len(workers) == 2, table.text
-    for t in workers:
-        assert table.get("work", thread=t).count == 1, table.text
-
-
-@case("threads_after_late_import", argv=["late.py"], files={"late.py": """
-def work(n):
-    return sum(range(n))
-
-def main():
-    import threading  # not imported before: strata follows threads from here on
+    {get}  # threading was not imported before: strata follows threads from here on
     ts = [threading.Thread(target=work, args=(1000,)) for _ in range(3)]
     for t in ts:
         t.start()
@@ -889,13 +865,25 @@ def main():
     print("joined")
 
 main()
-"""})
-def _(table, results, runner):
+"""
+
+
+def three_workers(table, results, runner):
+    """Each of the three threads started after threading's late import ran work()."""
     assert table.get("main").count == 1
     workers = [t for t in table.threads() if t != 0]
     assert len(workers) == 3, table.text
     for t in workers:
         assert table.get("work", thread=t).count == 1, table.text
+
+
+# an import statement; importlib.import_module, which raises no "import" audit event
+# (3.11's strata hears threading's module code run: "exec")
+case("threads_after_late_import", argv=["late.py"],
+     files={"late.py": LATE_THREADS.format(get="import threading")})(three_workers)
+case("threads_after_import_module", argv=["late.py"], files={
+    "late.py": LATE_THREADS.format(get='threading = importlib.import_module("threading")')
+})(three_workers)
 
 
 # ---------------------------------------------------------------------------- the tests
