@@ -146,8 +146,12 @@ def test_json_says_what_the_tables_say(threaded):
             for col, key in (("SUM", "sum"), ("MEAN", "mean"), ("MIN", "min"), ("MAX", "max")):
                 assert abs(r.num(col) - m[key] / 1e9) <= 1.5e-6, (comp, r, col, m)
             assert abs(r.num("VAR") - m["var"] / 1e18) <= 1.5e-6, (comp, r, m)
+            # the table divides the clock's ticks, profile.json holds them rounded to
+            # whole nanoseconds: up to 100/sum percentage points apart, besides the
+            # table's 0.05 of rounding (a 4.8 us call read 62.85 % here, 62.8 there)
             self_pct = 100.0 * m["self"] / m["sum"] if m["sum"] else 100.0
-            assert abs(r.num("% SELF") - self_pct) <= 0.051 + 1e-9 or m["sum"] < 1000, \
+            slack = 0.05 + (100.0 / m["sum"] if m["sum"] else 0.0) + 1e-9
+            assert abs(r.num("% SELF") - self_pct) <= slack or m["sum"] < 1000, \
                 (comp, r.cells, m)
 
 
