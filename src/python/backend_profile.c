@@ -717,9 +717,7 @@ static PyMethodDef bootstrap_def = {"_bootstrap", bootstrap, METH_VARARGS, NULL}
  * a program that never starts a thread about 2.5 ms (collections, functools). */
 static PyObject *threading_loaded(void)
 {
-    PyObject *name = PyUnicode_FromString("threading");
-    PyObject *threading = name ? PyImport_GetModule(name) : NULL;
-    Py_XDECREF(name);
+    PyObject *threading = st_pythread_threading();
     PyObject *spec = threading ? PyObject_GetAttrString(threading, "__spec__") : NULL;
     PyObject *init = spec ? PyObject_GetAttrString(spec, "_initializing") : NULL;
     int running = init && PyObject_IsTrue(init) == 1; /* its module code is running */

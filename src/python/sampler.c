@@ -500,11 +500,12 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
             sp.audit_added = 1;
     }
 #endif
-    sp.watcher = -1;
 #if PY_VERSION_HEX >= 0x030C0000
     sp.watcher = PyCode_AddWatcher(on_code_event);
     if (sp.watcher < 0)
         PyErr_Clear(); /* all taken: 3.11's window (sampler.h) */
+#else
+    sp.watcher = -1;
 #endif
     if (st_stacks_maint_start(&stacks, tick, NULL) < 0) {
         st_stacks_stop(&stacks);

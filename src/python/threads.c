@@ -3,8 +3,7 @@
 
 #include <stdio.h>
 
-/* The threading module if the program imported it (new reference), or NULL. */
-static PyObject *threading_module(void)
+PyObject *st_pythread_threading(void)
 {
     PyObject *modname = PyUnicode_FromString("threading");
     PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
@@ -55,7 +54,7 @@ int st_pythread_name(unsigned long ident, char *buf, size_t size)
     snprintf(buf, size, "Thread-%lu", ident);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *threading = threading_module(), *t = NULL;
+    PyObject *threading = st_pythread_threading(), *t = NULL;
     if (threading) {
         t = threading_thread(threading, ident);
         if (!t)
@@ -86,7 +85,7 @@ static int thread_registered(unsigned long ident)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *threading = threading_module();
+    PyObject *threading = st_pythread_threading();
     PyObject *t = threading ? threading_thread(threading, ident) : NULL;
     int found = t != NULL;
     Py_XDECREF(t);

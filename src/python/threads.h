@@ -61,6 +61,9 @@ void st_pythread_new_session(void);
  * while the program still holds its Thread object included), or a made-up one,
  * "Thread-<ident>" (returns 0: threading does not know it, or not yet). */
 int st_pythread_name(unsigned long ident, char *buf, size_t size);
+/* The threading module if the program imported it (a new reference; strata never
+ * imports it), or NULL. */
+PyObject *st_pythread_threading(void);
 
 static inline void update_blocked(st_pythread_t *ts)
 {
