@@ -55,10 +55,10 @@ def need_mpi4py(runner, python) -> None:
         pytest.skip(f"mpi4py is not installed in {python}")
 
 
-def mpirun(runner, flavour, n, *args, timeout=120):
+def mpirun(runner, flavour, n, *args, timeout=120, out="res"):
     launcher = need(flavour, "run")
     extra = ["--oversubscribe"] if flavour == "openmpi" else []
-    return runner.run([launcher, "-n", str(n), *extra, STRATA, "run", "-o", runner.dir / "res",
+    return runner.run([launcher, "-n", str(n), *extra, STRATA, "run", "-o", runner.dir / out,
                        "--", *args], env=ENV, timeout=timeout)
 
 
@@ -244,16 +244,25 @@ def test_gather_shared_folder_and_off(runner, ring):
 
 def test_without_finalize(runner, ring):
     """A program that never calls MPI_Finalize: each rank still writes its profile
-    at exit, and mpirun's verdict is the same as without strata."""
+    at exit, and mpirun's verdict is the same as without strata.
+
+    MPICH's verdict on such a program varies from run to run without strata (its
+    launcher sometimes hangs up on a rank that has not exited yet and fails the job;
+    2 runs in 20 here), so there the pair runs again, up to 4 times, until both end 0,
+    and the profiles read are those of that last strata run."""
     flavour, ring = ring
     extra = ["--oversubscribe"] if flavour == "openmpi" else []
-    plain = runner.run([need(flavour, "run"), "-n", "2", *extra, ring, "never-finalize"],
-                       env=ENV, timeout=120)
-    r = mpirun(runner, flavour, 2, ring, "never-finalize")
+    tries = 4 if flavour == "mpich" else 1
+    for i in range(tries):
+        plain = runner.run([need(flavour, "run"), "-n", "2", *extra, ring, "never-finalize"],
+                           env=ENV, timeout=120)
+        r = mpirun(runner, flavour, 2, ring, "never-finalize", out=f"res{i}")
+        if r.returncode == plain.returncode == 0:
+            break
     # both reports in full when the statuses differ (pytest cuts a tuple's parts short)
     assert r.returncode == plain.returncode, \
         "plain:\n" + plain.describe() + "\nstrata:\n" + r.describe()
-    for prof in rank_profiles(runner.dir / "res", 2):
+    for prof in rank_profiles(runner.dir / f"res{i}", 2):
         c = calls(prof)
         assert c["MPI_Barrier"][0] == 1 and "MPI_Finalize" not in c, c
 
