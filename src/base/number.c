@@ -142,3 +142,112 @@ size_t st_num_fixed(char *buf, double v, int precision)
     }
     return len;
 }
+
+/* 10^k as a 128-bit number, k from 0 to 38. */
+static unsigned __int128 pow10_u128(int k)
+{
+    static const uint64_t p[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull,
+                                   1000000ull, 10000000ull, 100000000ull, 1000000000ull,
+                                   10000000000ull, 100000000000ull, 1000000000000ull,
+                                   10000000000000ull, 100000000000000ull,
+                                   1000000000000000ull, 10000000000000000ull,
+                                   100000000000000000ull, 1000000000000000000ull,
+                                   10000000000000000000ull};
+    return k < 20 ? p[k] : (unsigned __int128)p[19] * p[k - 19];
+}
+
+size_t st_num_g17(char *buf, double v)
+{
+    if (v == 0.0 && !signbit(v)) {
+        buf[0] = '0';
+        return 1;
+    }
+    double a = fabs(v);
+    if (!(a > 1e-6 && a < 1e30))
+        return 0; /* -0.0, nan, inf, and the sizes below that the arithmetic is not for */
+    /* a = m * 2^e exactly; the 17 digits are v * 10^s = m * 2^e * 10^s, s = 16 - d,
+     * rounded half to even as printf does; d is log10's guess, put right by the
+     * digits' count. Below 1e30 and above 1e-6, A and B fit in 128 bits: with
+     * s <= 22, m * 10^s < 2^127; with e < 0, -e <= 73. */
+    int E;
+    double f = frexp(a, &E);
+    uint64_t m = (uint64_t)ldexp(f, 53);
+    int e = E - 53;
+    const unsigned __int128 lo = pow10_u128(16), hi = pow10_u128(17);
+    int d = (int)floor(log10(a));
+    unsigned __int128 q = 0;
+    for (int tries = 0;; tries++) {
+        if (tries == 3)
+            return 0;
+        int s = 16 - d;
+        unsigned __int128 A = m, r, B;
+        if (s >= 0)
+            A *= pow10_u128(s);
+        if (e >= 0) {
+            A <<= e;
+            B = s >= 0 ? 1 : pow10_u128(-s);
+            q = A / B;
+            r = A - q * B;
+        } else {
+            if (s < 0)
+                return 0; /* not reached: a >= 1e17 has e >= 4 */
+            B = (unsigned __int128)1 << -e;
+            q = A >> -e;
+            r = A & (B - 1);
+        }
+        if (q < lo) {
+            d--;
+            continue;
+        }
+        if (q >= hi) {
+            d++;
+            continue;
+        }
+        if (r > B - r || (r == B - r && (q & 1)))
+            q++;
+        if (q == hi) {
+            q = lo;
+            d++;
+        }
+        break;
+    }
+    char dig[17];
+    uint64_t n = (uint64_t)q;
+    for (int i = 16; i >= 0; i--, n /= 10)
+        dig[i] = (char)('0' + n % 10);
+    int last = 16; /* the last digit written: trailing zeros go */
+    while (last > 0 && dig[last] == '0')
+        last--;
+    size_t len = 0;
+    if (v < 0)
+        buf[len++] = '-';
+    if (d < -4 || d >= 17) { /* 1.2345e-05, 1.5e+20 */
+        buf[len++] = dig[0];
+        if (last > 0) {
+            buf[len++] = '.';
+            for (int i = 1; i <= last; i++)
+                buf[len++] = dig[i];
+        }
+        buf[len++] = 'e';
+        buf[len++] = d < 0 ? '-' : '+';
+        int x = d < 0 ? -d : d;
+        buf[len++] = (char)('0' + x / 10);
+        buf[len++] = (char)('0' + x % 10);
+    } else if (d >= 0) { /* 1234.5, 12345678901234567 */
+        for (int i = 0; i <= d; i++)
+            buf[len++] = dig[i];
+        if (last > d) {
+            buf[len++] = '.';
+            for (int i = d + 1; i <= last; i++)
+                buf[len++] = dig[i];
+        }
+    } else { /* 0.00012345 */
+        buf[len++] = '0';
+        buf[len++] = '.';
+        for (int i = 0; i < -d - 1; i++)
+            buf[len++] = '0';
+        for (int i = 0; i <= last; i++)
+            buf[len++] = dig[i];
+    }
+    return len;
+}

@@ -31,4 +31,10 @@ int st_num_int(const char *text, int64_t min, int64_t max, int64_t *out);
  * thousandth of a half): then use printf. */
 size_t st_num_fixed(char *buf, double v, int precision);
 
+/* v exactly as printf's "%.17g" writes it (the digits a double needs to be read
+ * back the same), into buf (at least 32 bytes; no NUL). Returns the length, or 0
+ * where v is -0.0, not finite, or not above 1e-6 and below 1e30 in size: then use
+ * printf. */
+size_t st_num_g17(char *buf, double v);
+
 #endif

@@ -1,5 +1,7 @@
 #include "base/strbuf.h"
 
+#include "base/number.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +96,16 @@ void st_strbuf_u64(st_strbuf_t *b, uint64_t v)
         v /= 10;
     } while (v);
     st_strbuf_add(b, p, (size_t)(digits + sizeof digits - p));
+}
+
+void st_strbuf_g17(st_strbuf_t *b, double v)
+{
+    char text[32];
+    size_t n = st_num_g17(text, v);
+    if (n)
+        st_strbuf_add(b, text, n);
+    else
+        st_strbuf_printf(b, "%.17g", v);
 }
 
 void st_strbuf_puts(st_strbuf_t *b, const char *s) { st_strbuf_add(b, s, strlen(s)); }

@@ -82,8 +82,9 @@ int st_chrome_write(FILE *f, const st_timeline_t *m, st_msg_t *msg)
             put_ts(&b, c->ns[i], t0);
             st_strbuf_puts(&b, ", \"name\": ");
             st_strbuf_json_string(&b, c->name);
-            st_strbuf_printf(&b, ", \"args\": {\"value\": %.17g}}",
-                             isfinite(c->values[i]) ? c->values[i] : 0.0);
+            st_strbuf_puts(&b, ", \"args\": {\"value\": ");
+            st_strbuf_g17(&b, isfinite(c->values[i]) ? c->values[i] : 0.0);
+            st_strbuf_puts(&b, "}}");
             bad |= flush(f, &b, 0);
         }
     }

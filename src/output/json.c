@@ -5,12 +5,20 @@
 #include "core/components.h"
 #include "output/gpu.h"
 
-/* A time in ns: whole nanoseconds for sums and extremes, full precision for the
- * mean and the variance. */
-static void put_time(st_strbuf_t *out, const char *key, double ns, int whole, int comma)
+/* A double JSON can hold: nan and inf are 0. */
+static double json_number(double x) { return isfinite(x) ? x : 0.0; }
+
+static void put_number(st_strbuf_t *out, double x) { st_strbuf_g17(out, json_number(x)); }
+
+/* A time in ns at full precision (the mean and the variance). */
+static void put_time(st_strbuf_t *out, const char *key, double ns, int comma)
 {
-    st_strbuf_printf(out, whole ? "\"%s\": %.0f%s" : "\"%s\": %.17g%s", key,
-                     isfinite(ns) ? ns : 0.0, comma ? ", " : "");
+    st_strbuf_putc(out, '"');
+    st_strbuf_puts(out, key);
+    st_strbuf_puts(out, "\": ");
+    put_number(out, ns);
+    if (comma)
+        st_strbuf_puts(out, ", ");
 }
 
 /* A time in whole ns, from ticks: an exact integer (no detour through a double
@@ -187,8 +195,8 @@ static void put_timer(st_strbuf_t *out, const st_tstat_t *a, uint64_t calls, dou
     put_ns(out, "max", a->max, k);
     double mean, var;
     st_tstat_stats(a, &mean, &var);
-    put_time(out, "mean", mean * k, 0, 1);
-    put_time(out, "var", var * k * k, 0, 0);
+    put_time(out, "mean", mean * k, 1);
+    put_time(out, "var", var * k * k, 0);
     st_strbuf_putc(out, '}');
 }
 
@@ -217,11 +225,17 @@ static int put_cell(st_strbuf_t *out, const st_model_t *m, const st_model_thread
     st_strbuf_puts(out, ": ");
     if (d->kind == ST_METRIC_TIMER)
         put_timer(out, &st_mcols_timer(c, id)[node], calls, timer_scale(m, id));
-    else if (g)
-        st_strbuf_printf(out, "{\"n\": %llu, \"last\": %.17g, \"min\": %.17g, \"max\": %.17g}",
-                         (unsigned long long)(g->n > ST_COUNT_MAX ? ST_COUNT_MAX : g->n),
-                         isfinite(g->last) ? g->last : 0.0, isfinite(g->min) ? g->min : 0.0,
-                         isfinite(g->max) ? g->max : 0.0);
+    else if (g) {
+        st_strbuf_puts(out, "{\"n\": ");
+        st_strbuf_u64(out, g->n > ST_COUNT_MAX ? ST_COUNT_MAX : g->n);
+        st_strbuf_puts(out, ", \"last\": ");
+        put_number(out, g->last);
+        st_strbuf_puts(out, ", \"min\": ");
+        put_number(out, g->min);
+        st_strbuf_puts(out, ", \"max\": ");
+        put_number(out, g->max);
+        st_strbuf_putc(out, '}');
+    }
     else
         st_strbuf_u64(out, v > ST_COUNT_MAX ? ST_COUNT_MAX : v);
     return 1;
@@ -259,8 +273,6 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thr
 }
 
 /* Numbers that JSON can hold (NaN and infinities become 0). */
-static double json_number(double x) { return isfinite(x) ? x : 0.0; }
-
 /* What the timeline holds and lost, when the run traced. */
 static void write_trace(st_strbuf_t *out, const st_model_t *m)
 {
@@ -394,8 +406,11 @@ static void write_memtime(st_strbuf_t *out, const st_model_t *m)
         return;
     st_strbuf_printf(out, "  \"memory_over_time\": {\"interval_s\": %.17g, \"t\": [",
                      json_number(mt->interval_s));
-    for (size_t i = 0; i < mt->n; i++)
-        st_strbuf_printf(out, "%s%.17g", i ? ", " : "", json_number(mt->t[i]));
+    for (size_t i = 0; i < mt->n; i++) {
+        if (i)
+            st_strbuf_puts(out, ", ");
+        put_number(out, mt->t[i]);
+    }
     st_strbuf_puts(out, "],\n    \"resident\": [");
     for (size_t i = 0; i < mt->n; i++)
         st_strbuf_printf(out, "%s%lld", i ? ", " : "", (long long)mt->rss[i]);

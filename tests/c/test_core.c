@@ -503,6 +503,57 @@ static void test_numbers(void)
     CHECK(st_num_int("13", 0, 12, &i) < 0 && st_num_int("nan", 0, 12, &i) < 0);
 }
 
+/* "%.17g" without printf: what printf writes, or 0 (use printf). Doubles of every
+ * bit pattern in the range it answers for and beyond it, whole numbers, and sums
+ * of a few powers of two (whose decimals end in 5: the ties printf rounds to even);
+ * each compared byte for byte with printf's. */
+static void test_number_g17(void)
+{
+    char mine[40], libc[64];
+    static const double cases[] = {0.0, 1e-6, 1e30, 1e17, 1e16, 99999999999999999.0,
+                                   9.999999999999999e16, 0.1, 0.5, 1.0, 123456789.0,
+                                   1e-5, 1e-4, 9.9999e-5, 0.3, 2.0 / 3.0, 1e22, 1e23};
+    int ncases = (int)(sizeof cases / sizeof cases[0]);
+    int mismatch = 0, fell_back = 0, total = 0;
+    uint64_t x = 2463534242ull;
+    for (int k = 0; k < 3000000 + 2 * ncases; k++) {
+        double v;
+        if (k < 2 * ncases) {
+            v = k % 2 ? -cases[k / 2] : cases[k / 2];
+        } else {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift */
+            int kind = (int)(x % 3);
+            uint64_t y = x * 2685821657736338717ull;
+            if (kind == 0) { /* any bits, exponents from 2^-30 to 2^110 */
+                uint64_t bits = (y & 0x800fffffffffffffull) | ((uint64_t)(993 + (x >> 8) % 141) << 52);
+                memcpy(&v, &bits, sizeof v);
+            } else if (kind == 1) { /* whole numbers and halves */
+                v = (double)(y >> (x >> 58)) / (double)(1 + (x >> 63));
+            } else { /* a few bits, far apart: exact decimals of 17 to 25 digits */
+                v = ldexp((double)((y >> 40) | 1), (int)((x >> 20) % 70) - 60) +
+                    ldexp(1.0, (int)((x >> 30) % 60) - 20);
+            }
+        }
+        size_t n = st_num_g17(mine, v);
+        int inside = fabs(v) > 1e-6 && fabs(v) < 1e30;
+        total += inside;
+        if (n == 0) {
+            fell_back += inside;
+            continue;
+        }
+        snprintf(libc, sizeof libc, "%.17g", v);
+        if (n != strlen(libc) || memcmp(mine, libc, n) != 0) {
+            if (mismatch++ < 5)
+                fprintf(stderr, "st_num_g17(%a): %.*s, printf: %s\n", v, (int)n, mine, libc);
+        }
+    }
+    CHECK(mismatch == 0);
+    CHECK(total > 1000000 && fell_back == 0);
+    CHECK(st_num_g17(mine, -0.0) == 0 && st_num_g17(mine, NAN) == 0);
+    CHECK(st_num_g17(mine, INFINITY) == 0 && st_num_g17(mine, 1e-6) == 0);
+    CHECK(st_num_g17(mine, 1e31) == 0);
+}
+
 /* Fixed-point text without printf: what printf writes, or 0 (use printf). Ties of
  * the decimal text (0.0005 to 3 places: the double is a little above) and values a
  * rounding makes longer (9.9996) included; a million values of every size. */
@@ -672,6 +723,7 @@ int main(void)
     test_table();
     test_numbers();
     test_number_text();
+    test_number_g17();
     test_strbuf_escape_and_stream();
     test_fs_out();
     test_got();
