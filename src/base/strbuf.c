@@ -71,7 +71,7 @@ static int reserve(st_strbuf_t *b, size_t extra)
     return 0;
 }
 
-void st_strbuf_add(st_strbuf_t *b, const char *s, size_t n)
+void st_strbuf_add_slow(st_strbuf_t *b, const char *s, size_t n)
 {
     if (reserve(b, n) < 0)
         return;
@@ -107,10 +107,6 @@ void st_strbuf_g17(st_strbuf_t *b, double v)
     else
         st_strbuf_printf(b, "%.17g", v);
 }
-
-void st_strbuf_puts(st_strbuf_t *b, const char *s) { st_strbuf_add(b, s, strlen(s)); }
-
-void st_strbuf_putc(st_strbuf_t *b, char c) { st_strbuf_add(b, &c, 1); }
 
 void st_strbuf_fill(st_strbuf_t *b, char c, size_t n)
 {
@@ -182,6 +178,15 @@ void st_strbuf_json_string(st_strbuf_t *b, const char *s)
     const unsigned char *p = (const unsigned char *)s;
     st_strbuf_putc(b, '"');
     while (*p) {
+        /* the longest run of printable ASCII that needs no escape, in one append */
+        const unsigned char *q = p;
+        while (*q >= 0x20 && *q < 0x7F && *q != '"' && *q != '\\')
+            q++;
+        if (q > p) {
+            st_strbuf_add(b, (const char *)p, (size_t)(q - p));
+            p = q;
+            continue;
+        }
         unsigned char c = *p;
         if (c == '"' || c == '\\') {
             st_strbuf_putc(b, '\\');

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define ST_STRBUF_CHUNK ((size_t)64 << 10)
 
@@ -31,9 +32,22 @@ typedef struct {
 void st_strbuf_init(st_strbuf_t *b);
 void st_strbuf_free(st_strbuf_t *b);
 void st_strbuf_reset(st_strbuf_t *b);             /* len = 0, keeps memory */
-void st_strbuf_add(st_strbuf_t *b, const char *s, size_t n);
-void st_strbuf_puts(st_strbuf_t *b, const char *s);
-void st_strbuf_putc(st_strbuf_t *b, char c);
+/* Appending: inline while the bytes fit (and, streaming, leave the chunk short of
+ * full); st_strbuf_add_slow grows, drains, or fails. */
+void st_strbuf_add_slow(st_strbuf_t *b, const char *s, size_t n);
+static inline void st_strbuf_add(st_strbuf_t *b, const char *s, size_t n)
+{
+    size_t len = b->len + n;
+    if (__builtin_expect(len < b->cap && !b->failed && (!b->sink || len < ST_STRBUF_CHUNK), 1)) {
+        memcpy(b->data + b->len, s, n);
+        b->data[len] = '\0';
+        b->len = len;
+        return;
+    }
+    st_strbuf_add_slow(b, s, n);
+}
+static inline void st_strbuf_puts(st_strbuf_t *b, const char *s) { st_strbuf_add(b, s, strlen(s)); }
+static inline void st_strbuf_putc(st_strbuf_t *b, char c) { st_strbuf_add(b, &c, 1); }
 void st_strbuf_fill(st_strbuf_t *b, char c, size_t n);
 /* Encoding in place (a writer of millions of small records): st_strbuf_room gives
  * where up to n more bytes go, or NULL (failed: nothing to write); after writing
