@@ -40,6 +40,8 @@ CASES: dict[str, Case] = {}
 
 
 def case(name, **kw):
+    assert name not in CASES, f"two cases named {name}"
+
     def deco(check):
         CASES[name] = Case(check=check, **kw)
         return check
@@ -830,12 +832,10 @@ def _(table, results, runner):
     assert table.get("typed").count == 1
 
 
-@case("syntax_error", argv=["broken.py"], expect_rc=1, profiled=False, files={"broken.py": """
-x = 1
-def (:
-    pass
-"""})
+@case("null_byte", argv=["nul.py"], expect_rc=1, profiled=False, files={
+    "nul.py": b"print('never')\nx = 1\0y\n"})
 def _(table, results, runner):
+    # python's own message: the line that holds the NUL byte, named
     pass
 
 

@@ -72,9 +72,15 @@ class _SetupError(Exception):
 def _compile(source, filename):
     """compile(source, filename, "exec") for a file's bytes, in C without the ast
     module's types, which the builtin makes first (about 1 ms that plain python does
-    not spend on a script); with a NUL byte, the builtin's own error."""
-    if b"\0" in source:
-        return compile(source, filename, "exec")
+    not spend on a script). A NUL byte is python's error for a file: the builtin's
+    for a string names no line ("source code string cannot ..."), python's tokenizer
+    stops at the line that holds it."""
+    nul = source.find(b"\0")
+    if nul >= 0:
+        start = source.rfind(b"\n", 0, nul) + 1
+        raise SyntaxError("source code cannot contain null bytes",
+                          (filename, source.count(b"\n", 0, nul) + 1, None,
+                           source[start:nul].decode("utf-8", "replace")))
     return _strata.compile_source(source, filename)
 
 
@@ -195,8 +201,9 @@ def main(argv):
                 main_module.__cached__ = None
             main_module.__loader__ = _SourceFileLoader("__main__", filename)
             sys.argv = [target] + args
-            if code is None:
-                code = compile(source, filename, "exec")  # raises the SyntaxError
+            if code is None:  # raises the SyntaxError
+                code = _compile(source, filename) if b"\0" in source else \
+                    compile(source, filename, "exec")
             _main_code = code
             _start()
             _strata.run_main(code, main_module.__dict__)
