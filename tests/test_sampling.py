@@ -162,19 +162,20 @@ def test_with_the_deterministic_profile(runner):
 THREADS = """
     import threading, time
 
-    def spin(n):
-        s = 0
-        for i in range(n):
-            s += i
-        return s
+    def spin(seconds):
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < seconds:
+            pass
 
-    # long enough (about 0.2 s of CPU each) to outlast the 20 ms in which strata finds
-    # a new thread, also on a loaded machine
+    # 0.3 s of the thread's CPU each: long enough to outlast the 20 ms in which
+    # strata finds a new thread, also on a loaded machine, where its thread waits
+    # for the GIL behind these two (a fixed count of loops was 0.15 s, and once the
+    # early thread ended unsampled)
     def early_work():
-        spin(5_000_000)
+        spin(0.3)
 
     def late_work():
-        spin(5_000_000)
+        spin(0.3)
 
     def sleeper():
         time.sleep(0.4)
