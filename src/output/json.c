@@ -223,9 +223,9 @@ static int put_cell(st_strbuf_t *out, const st_model_t *m, const st_model_thread
     st_strbuf_puts(out, first ? "" : ", ");
     st_strbuf_json_string(out, d->name);
     st_strbuf_puts(out, ": ");
-    if (d->kind == ST_METRIC_TIMER)
+    if (d->kind == ST_METRIC_TIMER) {
         put_timer(out, &st_mcols_timer(c, id)[node], calls, timer_scale(m, id));
-    else if (g) {
+    } else if (g) {
         st_strbuf_puts(out, "{\"n\": ");
         st_strbuf_u64(out, g->n > ST_COUNT_MAX ? ST_COUNT_MAX : g->n);
         st_strbuf_puts(out, ", \"last\": ");
@@ -235,9 +235,9 @@ static int put_cell(st_strbuf_t *out, const st_model_t *m, const st_model_thread
         st_strbuf_puts(out, ", \"max\": ");
         put_number(out, g->max);
         st_strbuf_putc(out, '}');
-    }
-    else
+    } else {
         st_strbuf_u64(out, v > ST_COUNT_MAX ? ST_COUNT_MAX : v);
+    }
     return 1;
 }
 
@@ -272,7 +272,6 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thr
     st_strbuf_puts(out, "}}");
 }
 
-/* Numbers that JSON can hold (NaN and infinities become 0). */
 /* What the timeline holds and lost, when the run traced. */
 static void write_trace(st_strbuf_t *out, const st_model_t *m)
 {
