@@ -51,8 +51,12 @@ int st_filter_keeps_module(const st_filter_t *f, const char *file)
     return passes(&f->mod_include, &f->mod_exclude, &f->mod_restrict, file);
 }
 
+int st_filter_keeps_function(const st_filter_t *f, const char *func)
+{
+    return passes(&f->func_include, &f->func_exclude, &f->func_restrict, func);
+}
+
 int st_filter_keeps(const st_filter_t *f, const char *func, const char *file)
 {
-    return passes(&f->func_include, &f->func_exclude, &f->func_restrict, func) &&
-           st_filter_keeps_module(f, file);
+    return st_filter_keeps_function(f, func) && st_filter_keeps_module(f, file);
 }

@@ -30,4 +30,7 @@ int st_filter_keeps(const st_filter_t *f, const char *func, const char *file);
 /* 1 if `file` passes the module lists (the function lists aside). */
 int st_filter_keeps_module(const st_filter_t *f, const char *file);
 
+/* 1 if a function named `func` passes the function lists (its file aside). */
+int st_filter_keeps_function(const st_filter_t *f, const char *func);
+
 #endif

@@ -258,7 +258,7 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
     if (name && file && qual) {
         int internal = st_py.internal_len && strncmp(file, st_py.internal_dir, st_py.internal_len) == 0;
         ci->module_ok = (st_py.include_internal || !internal) && st_filter_keeps_module(&st_py.filter, file);
-        ci->keep = ci->module_ok && st_filter_keeps(&st_py.filter, name, file);
+        ci->keep = ci->module_ok && st_filter_keeps_function(&st_py.filter, name);
     }
     Py_XDECREF(hold);
     /* The label is made at the first call that a thread can record
