@@ -226,6 +226,30 @@ __attribute__((noinline, cold)) uint32_t st_pylabel_args(PyFrameObject *frame, P
     return id;
 }
 
+/* The module filters' verdict on the last file asked, per thread: a module's code
+ * objects come one after another, and its file's regexes run once for them all. */
+static _Thread_local struct {
+    uint32_t gen; /* st_py.gen of the verdict (0: none yet) */
+    int ok;
+    char file[256];
+} last_file;
+
+static int keeps_module(const char *file)
+{
+    size_t n = strlen(file);
+    int fits = n < sizeof last_file.file;
+    if (fits && last_file.gen && last_file.gen == st_py.gen &&
+        memcmp(last_file.file, file, n + 1) == 0)
+        return last_file.ok;
+    int ok = st_filter_keeps_module(&st_py.filter, file);
+    if (fits && st_py.gen) {
+        memcpy(last_file.file, file, n + 1);
+        last_file.ok = ok;
+        last_file.gen = st_py.gen;
+    }
+    return ok;
+}
+
 /* The code object's info, made or refreshed for this generation. NULL when out
  * of memory (the call is then not recorded). */
 __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *co)
@@ -257,7 +281,7 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
     ci->keep = ci->module_ok = 0;
     if (name && file && qual) {
         int internal = st_py.internal_len && strncmp(file, st_py.internal_dir, st_py.internal_len) == 0;
-        ci->module_ok = (st_py.include_internal || !internal) && st_filter_keeps_module(&st_py.filter, file);
+        ci->module_ok = (st_py.include_internal || !internal) && keeps_module(file);
         ci->keep = ci->module_ok && st_filter_keeps_function(&st_py.filter, name);
     }
     Py_XDECREF(hold);
