@@ -159,13 +159,18 @@ def test_with_the_deterministic_profile(runner):
     assert len({(n["parent"], n["label"]) for n in nodes}) == len(nodes)
 
 
-THREADS = """
-    import threading, time
+# spins for `seconds` of the thread's CPU time (shared by the programs below)
+SPIN_CPU = """
+    import time
 
     def spin(seconds):
         t0 = time.thread_time()
         while time.thread_time() - t0 < seconds:
             pass
+"""
+
+THREADS = SPIN_CPU + """
+    import threading
 
     # 0.3 s of the thread's CPU each: long enough to outlast the 20 ms in which
     # strata finds a new thread, also on a loaded machine, where its thread waits
@@ -210,16 +215,6 @@ def test_threads_before_and_after(runner, clock):
     else:
         assert "sleeper" not in seen.get("sleepy", set()), seen
 
-
-# spins for `seconds` of the thread's CPU time (shared by the programs below)
-SPIN_CPU = """
-    import time
-
-    def spin(seconds):
-        t0 = time.thread_time()
-        while time.thread_time() - t0 < seconds:
-            pass
-"""
 
 LATE_SHORT = SPIN_CPU + """
     import threading
