@@ -201,9 +201,8 @@ def main(argv):
                 main_module.__cached__ = None
             main_module.__loader__ = _SourceFileLoader("__main__", filename)
             sys.argv = [target] + args
-            if code is None:  # raises the SyntaxError
-                code = _compile(source, filename) if b"\0" in source else \
-                    compile(source, filename, "exec")
+            if code is None:
+                code = _compile(source, filename)  # raises the error, as python would
             _main_code = code
             _start()
             _strata.run_main(code, main_module.__dict__)

@@ -753,8 +753,9 @@ static PyObject *py_run_main(PyObject *self, PyObject *args)
  * "exec") makes it from bytes (the coding cookie read, the interpreter's -O), less
  * what the builtin does first: asking whether the source is an AST object, which
  * makes the ast module's hundred-odd classes (about 1 ms of every run, which plain
- * python does not spend on a script). The runner compiles a source this rejects
- * again with the builtin, whose error is the one shown. */
+ * python does not spend on a script). Its errors are the builtin's (the same call,
+ * the same flags); a NUL byte, which would cut the source short here, the runner
+ * finds first and reports as python does for a file. */
 static PyObject *py_compile_source(PyObject *self, PyObject *args)
 {
     (void)self;
