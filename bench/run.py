@@ -375,18 +375,16 @@ def command(tool, python, script, outdir):
         return [python, script]
     if name in ("floor", "floor-tsc"):  # floor-tsc: FLOOR_MODULE in its env
         return [python, os.path.join(RUNNERS, "floor.py"), tool.ext_dir, script]
-    # the parent only, as the floor and the peers hook it (test_json starts 8 child
-    # interpreters; what following a child costs: bench/children_bench.py)
-    run = [getattr(tool, "strata", None), "python", "--follow-children", "off", "-o", outdir]
-    if name in ("strata", "before"):
-        return [*run, "--", script]
-    if name == "strata-cpu":  # thread CPU time too (issue 17: carried forward)
-        return [*run, "--components", "wall_clock,cpu_clock", "--", script]
-    if name == "strata-trace":  # the profile and its timeline (trace.perfetto)
-        return [*run, "--trace", "--", script]
-    if name == "excluded":
-        own = re.escape(os.path.basename(script)) + "$"
-        return [*run, "-ME", own, "--", script]
+    if name in ("strata", "before", "strata-cpu", "strata-trace", "excluded"):
+        # the parent only, as the floor and the peers hook it (test_json starts 8
+        # child interpreters; what following a child costs: bench/children_bench.py)
+        extra = {
+            "strata-cpu": ["--components", "wall_clock,cpu_clock"],  # issue 17: carried forward
+            "strata-trace": ["--trace"],  # the profile and its timeline (trace.perfetto)
+            "excluded": ["-ME", re.escape(os.path.basename(script)) + "$"],
+        }.get(name, [])
+        return [tool.strata, "python", "--follow-children", "off", "-o", outdir, *extra, "--",
+                script]
     if name == "cProfile":
         return [python, "-m", "cProfile", "-o", os.devnull, script]
     if name == "yappi":
