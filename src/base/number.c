@@ -111,9 +111,63 @@ int st_num_int(const char *text, int64_t min, int64_t max, int64_t *out)
     return 0;
 }
 
+/* "00" to "99": two digits at a time halve the divisions. */
+static const char digit_pairs[200] = {
+    '0','0','0','1','0','2','0','3','0','4','0','5','0','6','0','7','0','8','0','9',
+    '1','0','1','1','1','2','1','3','1','4','1','5','1','6','1','7','1','8','1','9',
+    '2','0','2','1','2','2','2','3','2','4','2','5','2','6','2','7','2','8','2','9',
+    '3','0','3','1','3','2','3','3','3','4','3','5','3','6','3','7','3','8','3','9',
+    '4','0','4','1','4','2','4','3','4','4','4','5','4','6','4','7','4','8','4','9',
+    '5','0','5','1','5','2','5','3','5','4','5','5','5','6','5','7','5','8','5','9',
+    '6','0','6','1','6','2','6','3','6','4','6','5','6','6','6','7','6','8','6','9',
+    '7','0','7','1','7','2','7','3','7','4','7','5','7','6','7','7','7','8','7','9',
+    '8','0','8','1','8','2','8','3','8','4','8','5','8','6','8','7','8','8','8','9',
+    '9','0','9','1','9','2','9','3','9','4','9','5','9','6','9','7','9','8','9','9'};
+
+/* The digits of v, at least `min` of them (leading zeros), ending just before
+ * `end`. */
+static void digits_before(char *end, uint64_t v, size_t min)
+{
+    char *p = end;
+    while (v >= 100) {
+        const char *d = &digit_pairs[2 * (v % 100)];
+        v /= 100;
+        *--p = d[1];
+        *--p = d[0];
+    }
+    if (v >= 10) {
+        *--p = digit_pairs[2 * v + 1];
+        *--p = digit_pairs[2 * v];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    while ((size_t)(end - p) < min)
+        *--p = '0';
+}
+
+/* How many digits v has. */
+static size_t ndigits(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10000) {
+        v /= 10000;
+        n += 4;
+    }
+    return n + (v >= 10) + (v >= 100) + (v >= 1000);
+}
+
+size_t st_num_u64(char *buf, uint64_t v)
+{
+    size_t n = ndigits(v);
+    digits_before(buf + n, v, 1);
+    return n;
+}
+
 size_t st_num_fixed(char *buf, double v, int precision)
 {
     static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    static const uint64_t ipow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                      100000000, 1000000000};
     if (precision < 0 || precision > 9 || !(v >= 0) || signbit(v))
         return 0; /* -0.0 prints "-0", nan and inf their names */
     /* x = v * 10^p, within 2^-13 of the exact product below 2^40: where its fraction
@@ -122,25 +176,20 @@ size_t st_num_fixed(char *buf, double v, int precision)
     double x = v * pow10[precision];
     if (!(x < 1099511627776.0)) /* 2^40 */
         return 0;
-    double whole = floor(x), frac = x - whole;
+    uint64_t whole = (uint64_t)x; /* x >= 0: the cast is its floor */
+    double frac = x - (double)whole;
     if (fabs(frac - 0.5) < 1e-3)
         return 0;
-    uint64_t r = (uint64_t)whole + (frac > 0.5);
-    char digits[24];
-    size_t n = 0;
-    do {
-        digits[n++] = (char)('0' + r % 10);
-        r /= 10;
-    } while (r);
-    while (n <= (size_t)precision)
-        digits[n++] = '0'; /* one digit before the point at least: 0.005 */
-    size_t len = 0;
-    while (n > 0) {
-        if (n == (size_t)precision && precision > 0)
-            buf[len++] = '.';
-        buf[len++] = digits[--n];
-    }
-    return len;
+    uint64_t r = whole + (frac > 0.5); /* v rounded, in units of 10^-precision */
+    /* the whole part, then the point and `precision` decimals */
+    uint64_t scale = ipow10[precision], units = r / scale;
+    size_t w = ndigits(units);
+    digits_before(buf + w, units, 1);
+    if (precision == 0)
+        return w;
+    buf[w] = '.';
+    digits_before(buf + w + 1 + precision, r % scale, (size_t)precision);
+    return w + 1 + (size_t)precision;
 }
 
 /* 10^k as a 128-bit number, k from 0 to 38. */

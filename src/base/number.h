@@ -25,6 +25,9 @@ int st_num_double(const char *text, double min, double max, double *out);
 int st_num_int(const char *text, int64_t min, int64_t max, int64_t *out);
 
 /* Formatting without printf, for writers of many numbers (a profile's tables). */
+/* v in decimal, as "%llu" writes it, into buf (at least 20 bytes; no NUL). Returns
+ * the length. */
+size_t st_num_u64(char *buf, uint64_t v);
 /* v with `precision` decimals (0 to 9) exactly as printf's "%.*f" writes it, into
  * buf (at least 24 bytes; no NUL). Returns the length, or 0 where that is not sure
  * without printf (a negative, huge or non-finite v, or v * 10^precision within a

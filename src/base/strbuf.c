@@ -90,12 +90,9 @@ void st_strbuf_commit_slow(st_strbuf_t *b) { drain(b, ST_STRBUF_CHUNK); }
 
 void st_strbuf_u64(st_strbuf_t *b, uint64_t v)
 {
-    char digits[20], *p = digits + sizeof digits;
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    st_strbuf_add(b, p, (size_t)(digits + sizeof digits - p));
+    char *p = st_strbuf_room(b, 20);
+    if (p)
+        st_strbuf_commit(b, st_num_u64(p, v));
 }
 
 void st_strbuf_g17(st_strbuf_t *b, double v)

@@ -64,7 +64,7 @@ static inline void st_strbuf_commit(st_strbuf_t *b, size_t m)
 {
     b->len += m;
     b->data[b->len] = '\0';
-    if (__builtin_expect(b->sink != NULL, 0))
+    if (__builtin_expect(b->sink != NULL && b->len >= ST_STRBUF_CHUNK, 0))
         st_strbuf_commit_slow(b);
 }
 /* Appends v in decimal, as "%llu" does (without printf). */

@@ -21,17 +21,19 @@ void st_grid_column(st_grid_t *g, const char *header, int right)
 }
 
 static void put_row(st_strbuf_t *out, const st_grid_t *g, size_t r);
+static void end_row(st_grid_t *g);
 
 void st_grid_row(st_grid_t *g)
 {
     if (g->failed)
         return;
-    if (g->mode != ST_GRID_KEEP && g->nrows) {
-        /* one row at a time: the last is written (second pass) or dropped */
-        if (g->mode == ST_GRID_STREAM)
-            put_row(g->out, g, 0);
-        g->nrows = 0;
-        st_strbuf_reset(&g->text);
+    if (g->mode != ST_GRID_KEEP) {
+        /* one row at a time, its cells written (second pass) or measured as they come */
+        if (g->mode == ST_GRID_STREAM && g->nrows)
+            end_row(g);
+        g->nrows = 1;
+        g->next = 0;
+        return;
     }
     if (g->nrows == g->caprows) {
         size_t cap = g->caprows ? g->caprows * 2 : 64;
@@ -48,23 +50,101 @@ void st_grid_row(st_grid_t *g)
     g->nrows++;
 }
 
-void st_grid_cell_str(st_grid_t *g, int col, const char *text)
+/* "| text |" of column c, the text padded to the column's width (the closing '|' is
+ * the next cell's or the row's end). */
+static void put_cell(st_strbuf_t *out, const st_grid_col_t *c, const char *s, size_t len)
+{
+    size_t pad = c->width - 2 > len ? c->width - 2 - len : 0;
+    char *p = st_strbuf_room(out, len + pad + 3);
+    if (!p)
+        return;
+    *p++ = '|';
+    *p++ = ' ';
+    if (c->right) {
+        memset(p, ' ', pad);
+        p += pad;
+    }
+    memcpy(p, s, len);
+    p += len;
+    if (!c->right)
+        memset(p, ' ', pad);
+    p[c->right ? 0 : pad] = ' ';
+    st_strbuf_commit(out, len + pad + 3);
+}
+
+/* Streaming: the open row's empty cells before column col. */
+static void skip_to(st_grid_t *g, int col)
+{
+    for (; g->next < col; g->next++)
+        put_cell(g->out, &g->cols[g->next], "", 0);
+}
+
+/* Streaming: the open row's last empty cells and its end. */
+static void end_row(st_grid_t *g)
+{
+    skip_to(g, g->ncols);
+    st_strbuf_puts(g->out, "|\n");
+    g->nrows = 0;
+}
+
+/* The length of the run of printable ASCII that s[0..n) starts with: eight bytes at a
+ * time while no byte of a word can be outside 0x20..0x7E (the test has false
+ * alarms, never misses; a word with an alarm is looked at byte by byte). */
+static size_t printable_prefix(const char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (((w - 0x2020202020202020ull) | (w + 0x0101010101010101ull) | w) & 0x8080808080808080ull)
+            break;
+    }
+    while (i < n && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7F)
+        i++;
+    return i;
+}
+
+/* Sets a cell of the last row from the C string text, of length n (or longer: the
+ * text ends at its first NUL, as escaping reads it). */
+static void set_cell(st_grid_t *g, int col, const char *text, size_t n)
 {
     if (g->failed || g->nrows == 0 || col < 0 || col >= g->ncols)
         return;
+    /* cells carry labels, which carry user data: escaped (the plain case as it is) */
+    size_t len = printable_prefix(text, n);
+    const char *s = text;
+    int plain = len == n;
+    if (g->mode != ST_GRID_KEEP) {
+        /* one cell at a time: the text is measured, or written at once */
+        if (!plain) {
+            st_strbuf_reset(&g->text);
+            st_strbuf_printable(&g->text, text);
+            s = st_strbuf_cstr(&g->text);
+            len = g->text.len;
+        }
+        if (g->mode == ST_GRID_MEASURE) {
+            st_grid_widen(g, col, len);
+        } else if (col < g->next) {
+            g->failed = 1; /* streamed cells come in the order of their columns */
+            g->out->failed = 1;
+        } else {
+            skip_to(g, col);
+            put_cell(g->out, &g->cols[col], s, len);
+            g->next = col + 1;
+        }
+        if (g->text.failed)
+            g->failed = 1;
+        return;
+    }
     size_t at = g->text.len;
     if (at >= ST_GRID_EMPTY) {
         g->failed = 1; /* a table of 4 GiB of text */
         return;
     }
-    /* cells carry labels, which carry user data: escaped (the plain case copied) */
-    const unsigned char *p = (const unsigned char *)text;
-    while (*p >= 0x20 && *p < 0x7F)
-        p++;
-    if (*p)
+    if (!plain)
         st_strbuf_printable(&g->text, text);
     else
-        st_strbuf_add(&g->text, text, (size_t)(p - (const unsigned char *)text));
+        st_strbuf_add(&g->text, text, len);
     size_t w = g->text.len - at + 2;
     st_strbuf_putc(&g->text, '\0');
     if (g->text.failed) {
@@ -73,15 +153,26 @@ void st_grid_cell_str(st_grid_t *g, int col, const char *text)
     }
     /* a cell set twice keeps its last text (the first stays in the arena) */
     g->cells[(g->nrows - 1) * (size_t)g->ncols + (size_t)col] = (uint32_t)at;
-    if (w > g->cols[col].width && g->mode != ST_GRID_STREAM)
-        g->cols[col].width = w; /* streaming, the rows written keep their widths */
+    if (w > g->cols[col].width)
+        g->cols[col].width = w;
+}
+
+void st_grid_cell_str(st_grid_t *g, int col, const char *text)
+{
+    set_cell(g, col, text, strlen(text));
+}
+
+void st_grid_cell_strn(st_grid_t *g, int col, const char *text, size_t n)
+{
+    set_cell(g, col, text, n);
 }
 
 void st_grid_cell(st_grid_t *g, int col, st_strbuf_t *text)
 {
     if (text->failed)
         g->failed = 1;
-    st_grid_cell_str(g, col, st_strbuf_cstr(text));
+    const char *s = st_strbuf_cstr(text);
+    set_cell(g, col, s, text->len); /* a NUL inside ends the text (not plain: escaped) */
     st_strbuf_reset(text);
 }
 
@@ -154,15 +245,7 @@ static void put_row(st_strbuf_t *out, const st_grid_t *g, size_t r)
     for (int c = 0; c < g->ncols; c++) {
         uint32_t at = g->cells[r * (size_t)g->ncols + (size_t)c];
         const char *s = at == ST_GRID_EMPTY ? "" : g->text.data + at;
-        size_t len = strlen(s);
-        size_t pad = g->cols[c].width - 2 > len ? g->cols[c].width - 2 - len : 0;
-        st_strbuf_puts(out, "| ");
-        if (g->cols[c].right)
-            st_strbuf_fill(out, ' ', pad);
-        st_strbuf_add(out, s, len);
-        if (!g->cols[c].right)
-            st_strbuf_fill(out, ' ', pad);
-        st_strbuf_putc(out, ' ');
+        put_cell(out, &g->cols[c], s, strlen(s));
     }
     st_strbuf_puts(out, "|\n");
 }
@@ -208,8 +291,7 @@ void st_grid_end(st_grid_t *g)
         return;
     }
     if (g->nrows)
-        put_row(g->out, g, 0);
-    g->nrows = 0;
+        end_row(g);
     put_rule(g->out, g, '-');
 }
 

@@ -13,11 +13,12 @@
  * then marks the output buffer failed instead of writing a partial table.
  *
  * Streaming, for tables of any size (the profile tables: a row a node): the caller
- * makes its rows twice with the same code. After st_grid_measure() rows only widen
- * the columns and are dropped as the next starts; after st_grid_stream() each row
- * is written to the output as the next starts, padded to the widths the first pass
- * found, and st_grid_end() writes the last row and the closing rule. The grid then
- * holds one row at a time: memory is the longest row, whatever the row count, and
+ * makes its rows twice with the same code. After st_grid_measure() cells only widen
+ * their columns; after st_grid_stream() each cell is written to the output as it
+ * is set, padded to the width the first pass found (so a streamed row sets its
+ * cells in the order of their columns, each once; the columns it skips are empty),
+ * and st_grid_end() ends the last row and writes the closing rule. The grid then
+ * holds no row at all: memory is the longest cell, whatever the row count, and
  * the output is byte for byte what render() writes for the same rows. A failure
  * there marks the output failed (a streamed file is then abandoned by its writer). */
 #ifndef STRATA_OUTPUT_GRID_H
@@ -41,9 +42,11 @@ typedef struct {
     int ncols;
     uint32_t *cells;     /* nrows * ncols offsets into text; ST_GRID_EMPTY prints empty */
     size_t nrows, caprows;
-    st_strbuf_t text;    /* every cell's text, NUL-terminated, one after another */
+    st_strbuf_t text;    /* every cell's text, NUL-terminated, one after another
+                          * (measuring or streaming: one cell's escaped text) */
     int failed;
     int mode;            /* ST_GRID_KEEP, ST_GRID_MEASURE or ST_GRID_STREAM */
+    int next;            /* streaming: the open row's next column */
     st_strbuf_t *out;    /* ST_GRID_STREAM: where rows go (not owned) */
 } st_grid_t;
 
@@ -59,6 +62,8 @@ void st_grid_column(st_grid_t *g, const char *header, int right);
 void st_grid_row(st_grid_t *g);
 /* Sets a cell of the last row to a copy of text. */
 void st_grid_cell_str(st_grid_t *g, int col, const char *text);
+/* The same, text's length n known (a number formatted into a small buffer). */
+void st_grid_cell_strn(st_grid_t *g, int col, const char *text, size_t n);
 /* Sets a cell of the last row from text, then empties text (for reuse). */
 void st_grid_cell(st_grid_t *g, int col, st_strbuf_t *text);
 /* Appends the table under `title` to out, ending with a newline. */

@@ -10,20 +10,10 @@ static double json_number(double x) { return isfinite(x) ? x : 0.0; }
 
 static void put_number(st_strbuf_t *out, double x) { st_strbuf_g17(out, json_number(x)); }
 
-/* A time in ns at full precision (the mean and the variance). */
-static void put_time(st_strbuf_t *out, const char *key, double ns, int comma)
-{
-    st_strbuf_putc(out, '"');
-    st_strbuf_puts(out, key);
-    st_strbuf_puts(out, "\": ");
-    put_number(out, ns);
-    if (comma)
-        st_strbuf_puts(out, ", ");
-}
-
-/* A time in whole ns, from ticks: an exact integer (no detour through a double
- * when ticks are ns already), held at ST_COUNT_MAX, which the reader takes. */
-static void put_ns(st_strbuf_t *out, const char *key, uint64_t ticks, double k)
+/* A time in whole ns, from ticks, after the text `before` (its key): an exact
+ * integer (no detour through a double when ticks are ns already), held at
+ * ST_COUNT_MAX, which the reader takes. */
+static void put_ns(st_strbuf_t *out, const char *before, uint64_t ticks, double k)
 {
     uint64_t ns = ticks;
     if (k != 1.0) {
@@ -32,11 +22,8 @@ static void put_ns(st_strbuf_t *out, const char *key, uint64_t ticks, double k)
     }
     if (ns > ST_COUNT_MAX)
         ns = ST_COUNT_MAX;
-    st_strbuf_putc(out, '"');
-    st_strbuf_puts(out, key);
-    st_strbuf_puts(out, "\": ");
+    st_strbuf_puts(out, before);
     st_strbuf_u64(out, ns);
-    st_strbuf_puts(out, ", ");
 }
 
 static void write_metadata(st_strbuf_t *out, const st_model_t *m)
@@ -188,15 +175,16 @@ static void write_metrics(st_strbuf_t *out, const st_model_t *m, uint32_t mask)
 /* One timer cell: {"sum", "self", "min", "max", "mean", "var"}, in ns. */
 static void put_timer(st_strbuf_t *out, const st_tstat_t *a, uint64_t calls, double k)
 {
-    st_strbuf_putc(out, '{');
-    put_ns(out, "sum", a->sum, k);
-    put_ns(out, "self", a->self, k);
-    put_ns(out, "min", calls ? a->min : 0, k);
-    put_ns(out, "max", a->max, k);
+    put_ns(out, "{\"sum\": ", a->sum, k);
+    put_ns(out, ", \"self\": ", a->self, k);
+    put_ns(out, ", \"min\": ", calls ? a->min : 0, k);
+    put_ns(out, ", \"max\": ", a->max, k);
     double mean, var;
     st_tstat_stats(a, &mean, &var);
-    put_time(out, "mean", mean * k, 1);
-    put_time(out, "var", var * k * k, 0);
+    st_strbuf_puts(out, ", \"mean\": ");
+    put_number(out, mean * k);
+    st_strbuf_puts(out, ", \"var\": ");
+    put_number(out, var * k * k);
     st_strbuf_putc(out, '}');
 }
 

@@ -554,7 +554,8 @@ static void test_number_g17(void)
     CHECK(st_num_g17(mine, 1e31) == 0);
 }
 
-/* Fixed-point text without printf: what printf writes, or 0 (use printf). Ties of
+/* Fixed-point and whole-number text without printf: what printf writes, or 0 (use
+ * printf). Ties of
  * the decimal text (0.0005 to 3 places: the double is a little above) and values a
  * rounding makes longer (9.9996) included; a million values of every size. */
 static void test_number_text(void)
@@ -601,6 +602,25 @@ static void test_number_text(void)
     st_strbuf_u64(&b, UINT64_MAX);
     CHECK(strcmp(st_strbuf_cstr(&b), "0 18446744073709551615") == 0);
     st_strbuf_free(&b);
+    /* whole numbers: each side of every power of ten, and a million of every size */
+    int u64_mismatch = 0;
+    uint64_t p10 = 1;
+    for (int k = 0; k < 1000000 + 20 * 3; k++) {
+        uint64_t v;
+        if (k < 20 * 3) {
+            v = p10 - 1 + (uint64_t)(k % 3);
+            if (k % 3 == 2)
+                p10 = p10 > UINT64_MAX / 10 ? UINT64_MAX : p10 * 10;
+        } else {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            v = x >> (x % 64);
+        }
+        size_t n = st_num_u64(mine, v);
+        snprintf(libc, sizeof libc, "%llu", (unsigned long long)v);
+        if (n != strlen(libc) || memcmp(mine, libc, n) != 0)
+            u64_mismatch++;
+    }
+    CHECK(u64_mismatch == 0);
 }
 
 /* Escaping for terminals, and buffers that stream into a file. */

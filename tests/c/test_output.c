@@ -718,7 +718,7 @@ static void grid_columns(st_grid_t *g)
     st_grid_column(g, "A LONGER HEADER", 1);
 }
 
-/* A streamed grid (rows made twice, one kept at a time) writes byte for byte what
+/* A streamed grid (rows made twice, each cell written as it is set) writes byte for byte what
  * the grid that keeps every row renders, escapes, empty cells and widths included;
  * a streamed grid that failed marks its output failed. */
 static void test_grid_stream(void)
@@ -753,6 +753,20 @@ static void test_grid_stream(void)
     g.failed = 1;
     st_grid_end(&g);
     CHECK(bad.failed);
+    st_grid_free(&g);
+    st_strbuf_free(&bad);
+
+    /* a streamed row's cells come in column order: one set out of it fails */
+    st_strbuf_init(&bad);
+    grid_columns(&g);
+    st_grid_measure(&g);
+    grid_rows(&g);
+    st_grid_stream(&g, &bad, "A TABLE");
+    st_grid_row(&g);
+    st_grid_cell_str(&g, 2, "1");
+    st_grid_cell_str(&g, 1, "2");
+    st_grid_end(&g);
+    CHECK(g.failed && bad.failed);
     st_grid_free(&g);
     st_strbuf_free(&bad);
     st_strbuf_free(&kept);
