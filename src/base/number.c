@@ -218,12 +218,18 @@ size_t st_num_g17(char *buf, double v)
      * rounded half to even as printf does; d is log10's guess, put right by the
      * digits' count. Below 1e30 and above 1e-6, A and B fit in 128 bits: with
      * s <= 22, m * 10^s < 2^127; with e < 0, -e <= 73. */
-    int E;
-    double f = frexp(a, &E);
-    uint64_t m = (uint64_t)ldexp(f, 53);
-    int e = E - 53;
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int E2 = (int)(bits >> 52) - 1023; /* a is normal: 2^E2 <= a < 2^(E2 + 1) */
+    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+    int e = E2 - 52;
     const unsigned __int128 lo = pow10_u128(16), hi = pow10_u128(17);
-    int d = (int)floor(log10(a));
+    /* floor(E2 * log10(2)) (1233 / 4096 is log10(2) to within 2^-15: exact for
+     * |E2| < 2^10): floor(log10(a)) or one less, which the first try finds out;
+     * never under -6 (a > 1e-6), where s would pass 22 */
+    int d = (E2 * 1233) >> 12;
+    if (d < -6)
+        d = -6;
     unsigned __int128 q = 0;
     for (int tries = 0;; tries++) {
         if (tries == 3)
@@ -235,7 +241,7 @@ size_t st_num_g17(char *buf, double v)
         if (e >= 0) {
             A <<= e;
             B = s >= 0 ? 1 : pow10_u128(-s);
-            q = A / B;
+            q = B == 1 ? A : A / B;
             r = A - q * B;
         } else {
             if (s < 0)
@@ -261,9 +267,7 @@ size_t st_num_g17(char *buf, double v)
         break;
     }
     char dig[17];
-    uint64_t n = (uint64_t)q;
-    for (int i = 16; i >= 0; i--, n /= 10)
-        dig[i] = (char)('0' + n % 10);
+    digits_before(dig + 17, (uint64_t)q, 17);
     int last = 16; /* the last digit written: trailing zeros go */
     while (last > 0 && dig[last] == '0')
         last--;

@@ -172,13 +172,11 @@ static size_t utf8_len(const unsigned char *s)
 
 void st_strbuf_json_string(st_strbuf_t *b, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
     st_strbuf_putc(b, '"');
-    while (*p) {
+    while (p < end) {
         /* the longest run of printable ASCII that needs no escape, in one append */
-        const unsigned char *q = p;
-        while (*q >= 0x20 && *q < 0x7F && *q != '"' && *q != '\\')
-            q++;
+        const unsigned char *q = p + st_text_plain_run((const char *)p, (size_t)(end - p), 1);
         if (q > p) {
             st_strbuf_add(b, (const char *)p, (size_t)(q - p));
             p = q;

@@ -81,6 +81,38 @@ void st_strbuf_stream(st_strbuf_t *b, FILE *f);
 int st_strbuf_flush(st_strbuf_t *b);
 /* The contents as a C string ("" when empty); owned by b. */
 const char *st_strbuf_cstr(st_strbuf_t *b);
+/* Non-zero when one of w's eight bytes is 0 (exact for the word, whichever byte). */
+static inline uint64_t st_text_zero_byte(uint64_t w)
+{
+    return (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+}
+
+/* The length of the run of printable ASCII (0x20 to 0x7E; with json, neither '"'
+ * nor '\\') that s[0..n) starts with: what an escaper copies as it is. Eight bytes
+ * at a time while no byte of a word can end the run (the test may alarm on a word
+ * that holds none, then looked at byte by byte; it never misses one). */
+static inline size_t st_text_plain_run(const char *s, size_t n, int json)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        /* a byte under 0x20 or over 0x7E sets its high bit in one of the three */
+        uint64_t alarm = ((w - 0x20 * ones) | (w + ones) | w) & highs;
+        if (json)
+            alarm |= st_text_zero_byte(w ^ ('"' * ones)) | st_text_zero_byte(w ^ ('\\' * ones));
+        if (alarm)
+            break;
+    }
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7F || (json && (c == '"' || c == '\\')))
+            break;
+    }
+    return i;
+}
+
 /* Appends s as a JSON string literal, quotes included, escaping everything JSON
  * requires and any byte that is not printable ASCII or valid UTF-8 (as \uFFFD). */
 void st_strbuf_json_string(st_strbuf_t *b, const char *s);

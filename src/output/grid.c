@@ -87,23 +87,6 @@ static void end_row(st_grid_t *g)
     g->nrows = 0;
 }
 
-/* The length of the run of printable ASCII that s[0..n) starts with: eight bytes at a
- * time while no byte of a word can be outside 0x20..0x7E (the test has false
- * alarms, never misses; a word with an alarm is looked at byte by byte). */
-static size_t printable_prefix(const char *s, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        if (((w - 0x2020202020202020ull) | (w + 0x0101010101010101ull) | w) & 0x8080808080808080ull)
-            break;
-    }
-    while (i < n && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7F)
-        i++;
-    return i;
-}
-
 /* Sets a cell of the last row from the C string text, of length n (or longer: the
  * text ends at its first NUL, as escaping reads it). */
 static void set_cell(st_grid_t *g, int col, const char *text, size_t n)
@@ -111,7 +94,7 @@ static void set_cell(st_grid_t *g, int col, const char *text, size_t n)
     if (g->failed || g->nrows == 0 || col < 0 || col >= g->ncols)
         return;
     /* cells carry labels, which carry user data: escaped (the plain case as it is) */
-    size_t len = printable_prefix(text, n);
+    size_t len = st_text_plain_run(text, n, 0);
     const char *s = text;
     int plain = len == n;
     if (g->mode != ST_GRID_KEEP) {

@@ -623,6 +623,37 @@ static void test_number_text(void)
     CHECK(u64_mismatch == 0);
 }
 
+/* The run an escaper copies as it is, eight bytes at a time: the first byte that is
+ * not printable ASCII (or, for JSON, is a quote or a backslash) ends it, wherever it
+ * falls in a word; strings of every length made of bytes on each side of the edges. */
+static void test_text_plain_run(void)
+{
+    static const unsigned char bytes[] = {'a', ' ', '~', 0x1f, 0x7f, 0x80, 0xff, '"', '\\', 0x00};
+    uint64_t x = 2463534242ull;
+    int wrong = 0;
+    char s[40];
+    for (int k = 0; k < 200000; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (size_t)(x % 40);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            /* mostly plain, so that runs reach every length */
+            s[i] = (char)(x % 16 < 13 ? bytes[x % 3] : bytes[(x >> 8) % sizeof bytes]);
+        }
+        for (int json = 0; json <= 1; json++) {
+            size_t want = 0;
+            while (want < n) {
+                unsigned char c = (unsigned char)s[want];
+                if (c < 0x20 || c >= 0x7F || (json && (c == '"' || c == '\\')))
+                    break;
+                want++;
+            }
+            wrong += st_text_plain_run(s, n, json) != want;
+        }
+    }
+    CHECK(wrong == 0);
+}
+
 /* Escaping for terminals, and buffers that stream into a file. */
 static void test_strbuf_escape_and_stream(void)
 {
@@ -744,6 +775,7 @@ int main(void)
     test_numbers();
     test_number_text();
     test_number_g17();
+    test_text_plain_run();
     test_strbuf_escape_and_stream();
     test_fs_out();
     test_got();
