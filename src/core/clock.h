@@ -46,15 +46,23 @@ uint64_t st_clock_realtime_ns(void);
 
 extern st_clock_kind_t st_clock_kind_;
 
+#if defined(__x86_64__)
+/* The time-stamp counter itself (x86-64 only): what st_clock_ticks() reads when its
+ * source is the TSC. */
+static inline uint64_t st_clock_tsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
 /* The raw tick counter: signal-safe, lock-free, no system call on TSC. */
 static inline uint64_t st_clock_ticks(void)
 {
 #if defined(__x86_64__)
-    if (st_clock_kind_ == ST_CLOCK_TSC) {
-        uint32_t lo, hi;
-        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-        return ((uint64_t)hi << 32) | lo;
-    }
+    if (st_clock_kind_ == ST_CLOCK_TSC)
+        return st_clock_tsc();
 #endif
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

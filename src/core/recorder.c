@@ -170,6 +170,7 @@ static st_rec_thread_t *thread_new(st_recorder_t *r, uint64_t tid)
     th->ntimers = r->cfg.cpu ? 2 : 1;
     th->tracing = r->cfg.trace;
     th->wall = r->cfg.wall;
+    th->tsc = !th->wall && st_clock_kind() == ST_CLOCK_TSC;
     th->cpu_clock = r->cfg.cpu_clock;
     th->clock_ctx = r->cfg.clock_ctx;
     th->cpu_every = r->cfg.cpu_every;

@@ -156,6 +156,8 @@ typedef struct st_rec_thread {
     uint32_t ncounters;       /* event counters this thread reads (0: none) */
     int ntimers;              /* 1 wall, 2 wall + cpu */
     int tracing;
+    int tsc;                  /* 1: the wall clock is the TSC, read inline (no injected
+                               * clock, st_clock_ticks' source the TSC at registration) */
     st_rec_clock_fn wall, cpu_clock;
     void *clock_ctx;
     uint64_t cpu_every;       /* the CPU clock carried forward (see the note) */
@@ -300,6 +302,10 @@ int st_rec_grow_stack(st_rec_thread_t *th);
 
 static inline uint64_t st_rec_wall(const st_rec_thread_t *th)
 {
+#if defined(__x86_64__)
+    if (__builtin_expect(th->tsc, 1))
+        return st_clock_tsc();
+#endif
     return th->wall ? th->wall(th->clock_ctx) : st_clock_ticks();
 }
 static inline uint64_t st_rec_cpu(const st_rec_thread_t *th)

@@ -189,15 +189,13 @@ static inline __attribute__((always_inline)) int on_call(st_pythread_t *ts, PyCo
 {
     st_rec_thread_t *th = ts->th;
     codeinfo_t *ci;
-    if (__builtin_expect(thread_plain(ts), 1) && (ci = cached_info(co)) &&
-        !(ci->marks & MARK_NOPROFILE)) {
-        if (__builtin_expect(ci->keep && !ci->dynamic && ci->label != ST_PATH_NONE && th &&
-                                 !ts->unnamed,
-                             1)) {
+    if (__builtin_expect(thread_plain(ts), 1) && (ci = stored_info(co))) {
+        if (__builtin_expect(ci->fast == st_py.gen && th && !ts->unnamed, 1)) {
             st_rec_enter_t(th, ci->label, key, tracing);
             return 0;
         }
-        if (!ci->keep) { /* left out (3.11: a lambda, a comprehension, every call) */
+        if (ci->gen == st_py.gen && !ci->keep && !(ci->marks & MARK_NOPROFILE)) {
+            /* left out (3.11: a lambda, a comprehension, every call) */
             ts->skipped_events += code_skipped(ci);
             return code_skipped(ci);
         }
