@@ -95,14 +95,17 @@ void st_strbuf_u64(st_strbuf_t *b, uint64_t v)
         st_strbuf_commit(b, st_num_u64(p, v));
 }
 
+size_t st_text_g17(char *buf, double v)
+{
+    size_t n = st_num_g17(buf, v);
+    return n ? n : (size_t)snprintf(buf, 32, "%.17g", v); /* 24 bytes at most */
+}
+
 void st_strbuf_g17(st_strbuf_t *b, double v)
 {
-    char text[32];
-    size_t n = st_num_g17(text, v);
-    if (n)
-        st_strbuf_add(b, text, n);
-    else
-        st_strbuf_printf(b, "%.17g", v);
+    char *p = st_strbuf_room(b, 32);
+    if (p)
+        st_strbuf_commit(b, st_text_g17(p, v));
 }
 
 void st_strbuf_fill(st_strbuf_t *b, char c, size_t n)

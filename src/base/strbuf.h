@@ -71,6 +71,8 @@ static inline void st_strbuf_commit(st_strbuf_t *b, size_t m)
 void st_strbuf_u64(st_strbuf_t *b, uint64_t v);
 /* Appends v as "%.17g" does (its digits without printf where base/number.h can). */
 void st_strbuf_g17(st_strbuf_t *b, double v);
+/* The same into buf (32 bytes at least; no NUL). Returns the length. */
+size_t st_text_g17(char *buf, double v);
 void st_strbuf_printf(st_strbuf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void st_strbuf_vprintf(st_strbuf_t *b, const char *fmt, va_list ap);

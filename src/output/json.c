@@ -1,7 +1,9 @@
 #include "output/json.h"
 
 #include <math.h>
+#include <string.h>
 
+#include "base/number.h"
 #include "core/components.h"
 #include "output/gpu.h"
 
@@ -10,21 +12,24 @@ static double json_number(double x) { return isfinite(x) ? x : 0.0; }
 
 static void put_number(st_strbuf_t *out, double x) { st_strbuf_g17(out, json_number(x)); }
 
-/* A time in whole ns, from ticks, after the text `before` (its key): an exact
- * integer (no detour through a double when ticks are ns already), held at
- * ST_COUNT_MAX, which the reader takes. */
-static void put_ns(st_strbuf_t *out, const char *before, uint64_t ticks, double k)
+/* A time in whole ns, from ticks: an exact integer (no detour through a double when
+ * ticks are ns already), held at ST_COUNT_MAX, which the reader takes. */
+static uint64_t ns_of(uint64_t ticks, double k)
 {
     uint64_t ns = ticks;
     if (k != 1.0) {
         double d = nearbyint((double)ticks * k);
         ns = d >= 0 && d < (double)ST_COUNT_MAX ? (uint64_t)d : d > 0 ? ST_COUNT_MAX : 0;
     }
-    if (ns > ST_COUNT_MAX)
-        ns = ST_COUNT_MAX;
-    st_strbuf_puts(out, before);
-    st_strbuf_u64(out, ns);
+    return ns > ST_COUNT_MAX ? ST_COUNT_MAX : ns;
 }
+
+/* Encoding in place, for what every node writes: a literal (its length known when
+ * compiled), a whole number, a double as "%.17g". Each returns where the next
+ * byte goes; the caller has the room (st_strbuf_room). */
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+static char *put_u64_at(char *p, uint64_t v) { return p + st_num_u64(p, v); }
+static char *put_g17_at(char *p, double v) { return p + st_text_g17(p, json_number(v)); }
 
 static void write_metadata(st_strbuf_t *out, const st_model_t *m)
 {
@@ -175,17 +180,19 @@ static void write_metrics(st_strbuf_t *out, const st_model_t *m, uint32_t mask)
 /* One timer cell: {"sum", "self", "min", "max", "mean", "var"}, in ns. */
 static void put_timer(st_strbuf_t *out, const st_tstat_t *a, uint64_t calls, double k)
 {
-    put_ns(out, "{\"sum\": ", a->sum, k);
-    put_ns(out, ", \"self\": ", a->self, k);
-    put_ns(out, ", \"min\": ", calls ? a->min : 0, k);
-    put_ns(out, ", \"max\": ", a->max, k);
     double mean, var;
     st_tstat_stats(a, &mean, &var);
-    st_strbuf_puts(out, ", \"mean\": ");
-    put_number(out, mean * k);
-    st_strbuf_puts(out, ", \"var\": ");
-    put_number(out, var * k * k);
-    st_strbuf_putc(out, '}');
+    char *p0 = st_strbuf_room(out, 4 * 20 + 2 * 32 + 64), *p = p0;
+    if (!p)
+        return;
+    p = put_u64_at(PUT_LIT(p, "{\"sum\": "), ns_of(a->sum, k));
+    p = put_u64_at(PUT_LIT(p, ", \"self\": "), ns_of(a->self, k));
+    p = put_u64_at(PUT_LIT(p, ", \"min\": "), ns_of(calls ? a->min : 0, k));
+    p = put_u64_at(PUT_LIT(p, ", \"max\": "), ns_of(a->max, k));
+    p = put_g17_at(PUT_LIT(p, ", \"mean\": "), mean * k);
+    p = put_g17_at(PUT_LIT(p, ", \"var\": "), var * k * k);
+    *p++ = '}';
+    st_strbuf_commit(out, (size_t)(p - p0));
 }
 
 /* A node's cell of metric `id`, after its name; empty cells of the other kinds are
@@ -234,25 +241,24 @@ static void write_node(st_strbuf_t *out, const st_model_t *m, const st_model_thr
 {
     const st_path_t *n = &th->paths->nodes[id];
     uint64_t calls = st_model_calls(th, id);
-    st_strbuf_puts(out, "        {\"id\": ");
-    st_strbuf_u64(out, id);
-    st_strbuf_puts(out, ", \"parent\": ");
-    if (n->parent == 0)
-        st_strbuf_puts(out, "-1");
-    else
-        st_strbuf_u64(out, n->parent);
-    st_strbuf_puts(out, ", \"depth\": ");
-    st_strbuf_u64(out, n->depth);
-    st_strbuf_puts(out, ", \"label\": ");
+    char *p0 = st_strbuf_room(out, 3 * 20 + 64), *p = p0;
+    if (!p)
+        return;
+    p = put_u64_at(PUT_LIT(p, "        {\"id\": "), id);
+    p = PUT_LIT(p, ", \"parent\": ");
+    p = n->parent == 0 ? PUT_LIT(p, "-1") : put_u64_at(p, n->parent);
+    p = put_u64_at(PUT_LIT(p, ", \"depth\": "), n->depth);
+    p = PUT_LIT(p, ", \"label\": ");
+    st_strbuf_commit(out, (size_t)(p - p0));
     st_strbuf_json_string(out, st_intern_str(m->labels, n->label));
     uint32_t loc = st_loctab_of(m->locs, n->label);
-    if (loc != ST_LOC_NONE) {
-        st_strbuf_puts(out, ", \"function\": ");
-        st_strbuf_u64(out, loc);
-    }
-    st_strbuf_puts(out, ", \"count\": ");
-    st_strbuf_u64(out, calls > ST_COUNT_MAX ? ST_COUNT_MAX : calls);
-    st_strbuf_puts(out, ", \"metrics\": {");
+    if (!(p0 = p = st_strbuf_room(out, 2 * 20 + 64)))
+        return;
+    if (loc != ST_LOC_NONE)
+        p = put_u64_at(PUT_LIT(p, ", \"function\": "), loc);
+    p = put_u64_at(PUT_LIT(p, ", \"count\": "), calls > ST_COUNT_MAX ? ST_COUNT_MAX : calls);
+    p = PUT_LIT(p, ", \"metrics\": {");
+    st_strbuf_commit(out, (size_t)(p - p0));
     int first = 1;
     for (uint32_t k = 0; m->metrics && k < m->metrics->n && k < ST_MCOLS_MAX; k++)
         if (((mask >> k) & 1u) && put_cell(out, m, th, k, id, calls, first))
