@@ -66,9 +66,11 @@ static void put_cell(st_strbuf_t *out, const st_grid_col_t *c, const char *s, si
     }
     memcpy(p, s, len);
     p += len;
-    if (!c->right)
+    if (!c->right) {
         memset(p, ' ', pad);
-    p[c->right ? 0 : pad] = ' ';
+        p += pad;
+    }
+    *p = ' ';
     st_strbuf_commit(out, len + pad + 3);
 }
 
