@@ -173,6 +173,29 @@ def test_noprofile_applied_late_to_a_left_out_function(runner):
     assert shape(read_table(out, "trip_count")) == [(0, ("g",), 4)]
 
 
+def test_noprofile_applied_late_to_a_recorded_function(runner):
+    """@noprofile applied while the program runs, to a function already recorded (its
+    code's cached verdict says record), takes effect at its next call: it and what it
+    calls are left out from then on."""
+    runner.write("s.py", """
+        def g():
+            pass
+
+        def f():
+            g()
+
+        for _ in range(3):
+            f()
+        noprofile(f)
+        for _ in range(2):
+            f()
+        g()
+    """)
+    _, out = run(runner)
+    assert shape(read_table(out, "trip_count")) == [
+        (0, ("f",), 3), (0, ("f", "g"), 3), (0, ("g",), 1)]
+
+
 def test_trace_c_switched_on_by_the_program(runner):
     """config.trace_c = True while running records the C calls made after it."""
     runner.write("s.py", """
