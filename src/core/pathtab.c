@@ -10,7 +10,7 @@ static void path_init(st_path_t *n, uint32_t label, uint32_t parent, uint32_t de
     n->label = label;
     n->parent = parent;
     n->depth = depth;
-    n->first_child = n->last_child = n->next_sibling = n->hint = ST_PATH_NONE;
+    n->first_child = n->last_child = n->next_sibling = n->hint = n->hint_label = ST_PATH_NONE;
 }
 
 int st_pathtab_init(st_pathtab_t *t, const st_metrics_t *m, uint32_t max_nodes)
@@ -110,9 +110,10 @@ uint32_t st_pathtab_find(st_pathtab_t *t, uint32_t parent, uint32_t label)
     uint32_t node = st_u64map_get(&t->children, key);
     if (node == UINT32_MAX)
         node = make(t, parent, label, 1);
-    if (node != ST_PATH_NONE)
+    if (node != ST_PATH_NONE) {
         t->nodes[parent].hint = node;
-    else
+        t->nodes[parent].hint_label = label;
+    } else
         t->dropped++;
     return node;
 }

@@ -30,6 +30,8 @@ typedef struct {
     uint32_t parent;
     uint32_t first_child, last_child, next_sibling;
     uint32_t hint;         /* the child found last, or ST_PATH_NONE */
+    uint32_t hint_label;   /* its label (ST_PATH_NONE with no hint): the hot check reads
+                            * the parent only, and a node is 32 bytes */
     uint32_t depth;        /* 0 for the root's children */
 } st_path_t;
 
@@ -77,17 +79,18 @@ static inline uint32_t st_pathtab_child(st_pathtab_t *t, uint32_t parent, uint32
         t->dropped++;
         return ST_PATH_NONE;
     }
-    uint32_t hint = t->nodes[parent].hint;
-    if (__builtin_expect(hint != ST_PATH_NONE, 1)) {
-        if (t->nodes[hint].label == label)
-            return hint;
+    st_path_t *p = &t->nodes[parent];
+    if (__builtin_expect(p->hint_label == label, 1)) /* label is not ST_PATH_NONE */
+        return p->hint;
+    if (p->hint != ST_PATH_NONE) {
         /* a loop that calls a few functions in turn (a send, then a receive):
          * the sibling after the last one found, or the first after the last */
-        uint32_t next = t->nodes[hint].next_sibling;
+        uint32_t next = t->nodes[p->hint].next_sibling;
         if (next == ST_PATH_NONE)
-            next = t->nodes[parent].first_child;
+            next = p->first_child;
         if (t->nodes[next].label == label) {
-            t->nodes[parent].hint = next;
+            p->hint = next;
+            p->hint_label = label;
             return next;
         }
     }
