@@ -152,9 +152,16 @@ def test_settings_changed_by_the_program_apply_to_left_out_code(runner):
     assert shape(read_table(out, "trip_count")) == [(0, ("f",), 3)]
 
 
-def test_noprofile_applied_late_to_a_left_out_function(runner):
-    """@noprofile applied while the program runs, to a function already called (left
-    out by a filter, so on 3.12+ switched off), takes effect."""
+@pytest.mark.parametrize("opts, want", [
+    # left out by a filter (on 3.12+ its events switched off): only g's own calls
+    (["-E", "^f$"], [(0, ("g",), 4)]),
+    # recorded (its code's cached verdict says record): left out, with what it calls,
+    # from its next call
+    ([], [(0, ("f",), 3), (0, ("f", "g"), 3), (0, ("g",), 1)]),
+], ids=["left_out", "recorded"])
+def test_noprofile_applied_late(runner, opts, want):
+    """@noprofile applied while the program runs, to a function already called,
+    takes effect at its next call."""
     runner.write("s.py", """
         def g():
             pass
@@ -169,31 +176,8 @@ def test_noprofile_applied_late_to_a_left_out_function(runner):
             f()
         g()
     """)
-    _, out = run(runner, "-E", "^f$")
-    assert shape(read_table(out, "trip_count")) == [(0, ("g",), 4)]
-
-
-def test_noprofile_applied_late_to_a_recorded_function(runner):
-    """@noprofile applied while the program runs, to a function already recorded (its
-    code's cached verdict says record), takes effect at its next call: it and what it
-    calls are left out from then on."""
-    runner.write("s.py", """
-        def g():
-            pass
-
-        def f():
-            g()
-
-        for _ in range(3):
-            f()
-        noprofile(f)
-        for _ in range(2):
-            f()
-        g()
-    """)
-    _, out = run(runner)
-    assert shape(read_table(out, "trip_count")) == [
-        (0, ("f",), 3), (0, ("f", "g"), 3), (0, ("g",), 1)]
+    _, out = run(runner, *opts)
+    assert shape(read_table(out, "trip_count")) == want
 
 
 def test_trace_c_switched_on_by_the_program(runner):
