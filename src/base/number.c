@@ -111,6 +111,13 @@ int st_num_int(const char *text, int64_t min, int64_t max, int64_t *out)
     return 0;
 }
 
+/* 10^k, k from 0 to 19: every power of ten a uint64_t holds. */
+static const uint64_t pow10_u64[20] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+    100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+    1000000000000000000ull, 10000000000000000000ull};
+
 /* "00" to "99": two digits at a time halve the divisions. */
 static const char digit_pairs[200] = {
     '0','0','0','1','0','2','0','3','0','4','0','5','0','6','0','7','0','8','0','9',
@@ -166,8 +173,6 @@ size_t st_num_u64(char *buf, uint64_t v)
 size_t st_num_fixed(char *buf, double v, int precision)
 {
     static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
-    static const uint64_t ipow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                      100000000, 1000000000};
     if (precision < 0 || precision > 9 || !(v >= 0) || signbit(v))
         return 0; /* -0.0 prints "-0", nan and inf their names */
     /* x = v * 10^p, within 2^-13 of the exact product below 2^40: where its fraction
@@ -182,7 +187,7 @@ size_t st_num_fixed(char *buf, double v, int precision)
         return 0;
     uint64_t r = whole + (frac > 0.5); /* v rounded, in units of 10^-precision */
     /* the whole part, then the point and `precision` decimals */
-    uint64_t scale = ipow10[precision], units = r / scale;
+    uint64_t scale = pow10_u64[precision], units = r / scale;
     size_t w = ndigits(units);
     digits_before(buf + w, units, 1);
     if (precision == 0)
@@ -195,14 +200,7 @@ size_t st_num_fixed(char *buf, double v, int precision)
 /* 10^k as a 128-bit number, k from 0 to 38. */
 static unsigned __int128 pow10_u128(int k)
 {
-    static const uint64_t p[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull,
-                                   1000000ull, 10000000ull, 100000000ull, 1000000000ull,
-                                   10000000000ull, 100000000000ull, 1000000000000ull,
-                                   10000000000000ull, 100000000000000ull,
-                                   1000000000000000ull, 10000000000000000ull,
-                                   100000000000000000ull, 1000000000000000000ull,
-                                   10000000000000000000ull};
-    return k < 20 ? p[k] : (unsigned __int128)p[19] * p[k - 19];
+    return k < 20 ? pow10_u64[k] : (unsigned __int128)pow10_u64[19] * pow10_u64[k - 19];
 }
 
 size_t st_num_g17(char *buf, double v)
@@ -215,9 +213,9 @@ size_t st_num_g17(char *buf, double v)
     if (!(a > 1e-6 && a < 1e30))
         return 0; /* -0.0, nan, inf, and the sizes below that the arithmetic is not for */
     /* a = m * 2^e exactly; the 17 digits are v * 10^s = m * 2^e * 10^s, s = 16 - d,
-     * rounded half to even as printf does; d is log10's guess, put right by the
-     * digits' count. Below 1e30 and above 1e-6, A and B fit in 128 bits: with
-     * s <= 22, m * 10^s < 2^127; with e < 0, -e <= 73. */
+     * rounded half to even as printf does; d is a guess of a's decimal exponent, put
+     * right by the digits' count. Below 1e30 and above 1e-6, A and B fit in 128 bits:
+     * with s <= 22, m * 10^s < 2^127; with e < 0, -e <= 73. */
     uint64_t bits;
     memcpy(&bits, &a, sizeof bits);
     int E2 = (int)(bits >> 52) - 1023; /* a is normal: 2^E2 <= a < 2^(E2 + 1) */
