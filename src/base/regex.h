@@ -2,6 +2,9 @@
  * string (like Python's re.search). The settings registry checks patterns with
  * it; the filters compile their lists with it. Knows nothing of settings.
  *
+ * Patterns are compiled to machine code where PCRE2 can (its JIT), and interpreted
+ * where it cannot: the same matches either way.
+ *
  * A compiled list is read-only after st_regex_list_compile: searching it from
  * several threads at once is safe (each search makes its own match data). */
 #ifndef STRATA_BASE_REGEX_H
