@@ -152,6 +152,8 @@ WORKLOADS = {
     "loops": ("loops.py", "loop-heavy: few calls, long loops", ("loop-heavy",), True),
     "stdlib_tests": ("stdlib_tests.py", "real: python -m test test_json",
                      ("real", "test_json", "regrtest"), False),
+    "pypi_tests": ("pypi_tests.py", "real: pytest, NetworkX's shortest paths",
+                   ("pytest", "networkx"), False),
     "startup": ("startup.py", "start-up: an empty script", ("empty",), True),
 }
 TOOLS = ["floor", "floor-tsc", "strata", "strata-cpu", "strata-trace", "excluded", "cProfile",
@@ -159,6 +161,8 @@ TOOLS = ["floor", "floor-tsc", "strata", "strata-cpu", "strata-trace", "excluded
 # strata's added time is divided by theirs
 COMPARED = ["floor", "floor-tsc", "cProfile", "yappi", "pyinstrument"]
 PYINSTRUMENT_REQUIREMENT = "pyinstrument>=5,<6"
+# the pypi_tests workload's package (pinned: its test suite is the workload)
+NETWORKX_REQUIREMENT = "networkx==3.6.1"
 STRATA_TOOLS = ("strata", "strata-cpu", "strata-trace", "excluded", "before")
 # issue 17: wall_clock,cpu_clock's added time over wall_clock's alone, at most
 CPU_CLOCK_TARGET = 1.5
@@ -320,6 +324,29 @@ def setup_bench_venv(tool, info, module="yappi", requirement=YAPPI_REQUIREMENT):
         if rc != 0:
             return tool.disable(f"{module} does not import after installing: {last_line(out)}")
     tool.env["PYTHONPATH"] = out.strip().splitlines()[-1]
+
+
+def setup_pypi_tests(info, python):
+    """NetworkX into .venv-bench for the pypi_tests workload (which appends that
+    site-packages to its sys.path), and pytest in the measured interpreter; returns
+    why the workload cannot run, or None."""
+    holder = Tool("pypi_tests")
+    py = make_bench_venv(holder, info)
+    if py is None:
+        return holder.reason
+    check = "import networkx; print(networkx.__version__)"
+    want = NETWORKX_REQUIREMENT.split("==")[1]
+    rc, out = run_capture([py, "-c", check], env=clean_env())
+    if rc != 0 or last_line(out) != want:
+        log(f"bench: installing {NETWORKX_REQUIREMENT} into {BENCH_VENV}")
+        rc, out = run_capture([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                               NETWORKX_REQUIREMENT], env=clean_env())
+        if rc != 0:
+            return f"pip install {NETWORKX_REQUIREMENT} failed: {last_line(out)}"
+    rc, out = run_capture([python, "-c", "import pytest"], env=clean_env())
+    if rc != 0:
+        return f"pytest does not import in {python}: {last_line(out)}"
+    return None
 
 
 def setup_before(tool, strata):
@@ -1289,6 +1316,12 @@ def main(argv=None):
                                "libpython3.X-testsuite)")
                 log("bench: skipping " + skipped[-1])
                 workloads.remove("stdlib_tests")
+        if "pypi_tests" in workloads:
+            why = setup_pypi_tests(interp, python)
+            if why:
+                skipped.append("pypi_tests: " + why)
+                log("bench: skipping " + skipped[-1])
+                workloads.remove("pypi_tests")
         for t in tools:
             if not t.available:
                 log(f"bench: {t.name}: n/a: {t.reason}")
