@@ -123,6 +123,55 @@ for i in range(3_000_000):
     assert [t["name"] for t in prof["threads"]] == ["MainThread"], prof["threads"]
 
 
+# Functions made and dropped one after another: each one's code object dies once
+# it has run for about 0.15 s of CPU (three rounds of its loop). Run by the main
+# thread, or by a worker while the main thread waits (then only the sampler's own
+# thread can hold what was sampled: no pending call of the main thread runs).
+DYING = """
+    import threading, time
+
+    def make(i):
+        ns = {{}}
+        src = f"def work_{{i}}(n):\\n    t = 0\\n    for k in range(n):\\n        t += k\\n    return t\\n"
+        exec(compile(src, "made.py", "exec"), ns)  # not "<string>": left out by default
+        fn = ns.pop(f"work_{{i}}")  # no cycle through its globals: dies when dropped
+        return fn
+
+    def run():
+        t0 = time.thread_time()
+        for i in range(8):
+            fn = make(i)
+            start = time.thread_time()
+            while time.thread_time() - start < 0.15:
+                fn(20000)
+            del fn
+
+    if {worker}:
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+    else:
+        run()
+    print("done")
+"""
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["main", "worker"])
+def test_code_objects_that_die_keep_their_names(runner, worker):
+    """A sampled code object is held (or, on 3.12+, named as it dies) before it can
+    die and its address name another: the samples of the eight dropped functions
+    carry their own names, not <unknown>."""
+    runner.write("dying.py", DYING.format(worker=worker))
+    res = runner.strata("--sample", "-f", "1000", "dying.py")
+    assert res.returncode == 0 and res.stdout == "done\n", res.describe()
+    prof = load_profile(runner.results())
+    own = {}
+    for path, v in samples_by_path(prof).items():
+        own[path[-1]] = own.get(path[-1], 0) + v
+    work = {k: v for k, v in own.items() if k.startswith("work_")}
+    assert len(work) >= 6 and sum(work.values()) > 0.9 * (sum(work.values()) + own.get("<unknown>", 0)), own
+
+
 def test_sampled_lines(runner):
     """The line the innermost Python frame ran, per sample: unit()'s loop (lines 3
     and 4 of split.py) holds nearly every period, its lines add up to unit()'s own
