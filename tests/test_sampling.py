@@ -124,7 +124,7 @@ for i in range(3_000_000):
 
 
 # Functions made and dropped one after another: each one's code object dies once
-# it has run for about 0.15 s of CPU (three rounds of its loop). Run by the main
+# it has been called for 0.15 s of the thread's CPU time. Run by the main
 # thread, or by a worker while the main thread waits (then only the sampler's own
 # thread can hold what was sampled: no pending call of the main thread runs).
 DYING = """
@@ -138,7 +138,6 @@ DYING = """
         return fn
 
     def run():
-        t0 = time.thread_time()
         for i in range(8):
             fn = make(i)
             start = time.thread_time()

@@ -8,7 +8,7 @@ of ordinary code that is neither the interpreter's nor ours.
 
 pytest comes from the measured interpreter's environment (requirements-dev.txt);
 NetworkX, pinned, from .venv-bench, which bench/run.py fills from PyPI before the
-runs (NETWORKX in bench/run.py) and whose site-packages this script appends to
+runs (NETWORKX_REQUIREMENT in bench/run.py) and whose site-packages this script appends to
 sys.path: every configuration imports the very same files.
 """
 
