@@ -341,9 +341,9 @@ static int hold_soon(void *unused)
  * or still waiting): the GIL then does not change hands at each tick that finds
  * some, which on 3.11 cost a pytest run about 13 ms of CPU in 40 samples (the
  * two threads' hand-off, on two CPUs). Not after HOLD_WAIT_NS without it (the main
- * thread runs C code, or waits, while other threads are sampled; and on 3.11 a call
- * queued from another thread is noticed only when the main thread next takes the
- * GIL, after I/O, say): the tick then holds them itself, and the hand-off runs the
+ * thread runs C code, or waits, while other threads are sampled; and before 3.13 a
+ * call queued from another thread is noticed only when the main thread next takes
+ * the GIL, after I/O, say): the tick then holds them itself, and the hand-off runs the
  * queued call too, so that 3.11, which has no code watcher, still holds a sampled
  * code object within a few ticks, before it can die and its address name another
  * (test_code_objects_that_die_keep_their_names). */
