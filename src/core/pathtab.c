@@ -89,6 +89,10 @@ void st_pathtab_compact(st_pathtab_t *t)
 int st_pathtab_reindex(st_pathtab_t *t)
 {
     st_u64map_free(&t->children);
+    /* the labels may have changed (a reader's, made final): the hints, which keep
+     * their child's label, go with the index */
+    for (uint32_t i = 0; i < t->nnodes; i++)
+        t->nodes[i].hint = t->nodes[i].hint_label = ST_PATH_NONE;
     for (uint32_t i = 1; i < t->nnodes; i++) {
         uint64_t key = ((uint64_t)t->nodes[i].parent << 32) | t->nodes[i].label;
         if (st_u64map_put(&t->children, key, i, NULL) < 0) {

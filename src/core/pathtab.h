@@ -66,7 +66,8 @@ uint32_t st_pathtab_find(st_pathtab_t *t, uint32_t parent, uint32_t label);
 uint32_t st_pathtab_append(st_pathtab_t *t, uint32_t parent, uint32_t label);
 
 /* Makes the (parent, label) index again from the nodes (the first of two siblings
- * with one label is the one found). Returns 0 or ST_ENOMEM (failed set). */
+ * with one label is the one found), and drops the lookup hints, which keep labels
+ * that may have changed. Returns 0 or ST_ENOMEM (failed set). */
 int st_pathtab_reindex(st_pathtab_t *t);
 
 /* The child of `parent` labelled `label`, made if new; ST_PATH_NONE (counted) when
