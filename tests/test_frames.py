@@ -193,3 +193,50 @@ def test_walk_from_a_sigprof_handler(runner):
     """)
     res = runner.plain("w.py")
     assert res.returncode == 0 and res.stdout.startswith("ok"), res.describe()
+
+
+def test_code_check_wants_the_whole_object(runner):
+    """The sampler takes a reference to a code object found by its address only where
+    the memory is one. On 3.11 a sampled code object can die before the sampler holds
+    it, and its memory be reused: a block whose first two words read as a code
+    object's (a small count, the code type) but whose fields are not the objects a
+    code object holds passes the header's check, not the whole object's. (A pytest
+    run sampled under callgrind held such a block and crashed naming it.)"""
+    runner.write("w.py", """
+    import ctypes, struct, types
+    import strata._strata as s
+
+    def f(a, b=2):
+        return a + b
+
+    code = f.__code__
+    assert s._pycode_check(id(code)) == (1, 1), s._pycode_check(id(code))
+    assert s._pycode_check(id(f)) == (0, 0)
+
+    size = type(code).__basicsize__
+    image = bytearray(ctypes.string_at(id(code), size))
+    image[0:8] = struct.pack("<Q", 1)  # a small count over the first word
+
+    def judged(img):
+        buf = ctypes.create_string_buffer(bytes(img), len(img))
+        return s._pycode_check(ctypes.addressof(buf))
+
+    def with_word(img, old, new):
+        out = bytearray(img)
+        at = out.find(struct.pack("<Q", old))
+        assert at > 0 and at % 8 == 0, at
+        out[at:at + 8] = struct.pack("<Q", new)
+        return out
+
+    # its name not an object, or an object of another type: the header alone passes
+    assert judged(with_word(image, id(code.co_name), 0x4141414141414140)) == (1, 0)
+    assert judged(with_word(image, id(code.co_name), id([]))) == (1, 0)
+    assert judged(with_word(image, id(code.co_consts), id(code.co_name))) == (1, 0)
+    # nothing past the header
+    assert judged(image[:16] + bytes(size - 16)) == (1, 0)
+    # not a code object's header at all
+    assert judged(bytes(size)) == (0, 0)
+    print("ok")
+    """)
+    res = runner.plain("w.py")
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.describe()

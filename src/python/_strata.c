@@ -1138,6 +1138,23 @@ static PyObject *py_pyframes(PyObject *self, PyObject *unused)
     return list;
 }
 
+/* For tests: _pycode_check(address) -> (header, whole), how the sampler judges the
+ * memory at an address it found in a frame (frames.h). */
+static PyObject *py_pycode_check(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    uintptr_t at = (uintptr_t)PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    const char *why;
+    if (st_pyframes_check(&why) < 0) {
+        PyErr_SetString(st_py.error, why);
+        return NULL;
+    }
+    return Py_BuildValue("(ii)", st_pyframes_is_code((const void *)at),
+                         st_pyframes_is_whole_code((const void *)at));
+}
+
 /* For tests: SIGPROF walks (the walker in a real handler, interrupting anything). */
 static __thread const void *sigtest_ts __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t sigtest_ok, sigtest_bad;
@@ -1225,6 +1242,9 @@ static PyMethodDef methods[] = {
     {"state", py_state, METH_NOARGS, "state() -> dict: live, running, finalized, outdir, backend."},
     {"_pyframes", py_pyframes, METH_NOARGS,
      "_pyframes() -> [(code, index)]: this thread's frames as the sampler walks them (tests)."},
+    {"_pycode_check", py_pycode_check, METH_O,
+     "_pycode_check(address) -> (header, whole): the sampler's judgement of a code object's "
+     "memory (tests)."},
     {"_pyframes_sigtest", py_pyframes_sigtest, METH_O,
      "_pyframes_sigtest(us) -> (walks, failed): SIGPROF frame walks on this thread (tests)."},
     {"_skipped_events", py_skipped_events, METH_NOARGS,

@@ -77,20 +77,30 @@ static int rd(void *dst, uintptr_t src, size_t n)
     return process_vm_readv(self_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
-int st_pyframes_is_code(const void *p)
+/* Whether p may be read as an object: the walker runs and p is aligned. A block
+ * AddressSanitizer knows as freed is not: it keeps a freed block's contents and
+ * writes its own record over the count. */
+static int may_read(const void *p)
 {
-    /* {ob_refcnt, ob_type}: a freed object's count is 0 (it was freed at 0), or the
-     * allocator's free-list link there (pymalloc, glibc's tcache: a heap address,
-     * far above any count) */
-    uintptr_t hdr[2];
 #ifdef __SANITIZE_ADDRESS__
-    /* AddressSanitizer keeps a freed block's contents and writes its own record
-     * over the count; it knows a freed block as poisoned */
     if (p && __asan_address_is_poisoned(p))
         return 0;
 #endif
-    return walker_on && p && ((uintptr_t)p & 7) == 0 && rd(hdr, (uintptr_t)p, sizeof hdr) == 0 &&
-           hdr[0] > 0 && hdr[0] < ((uintptr_t)1 << 32) && hdr[1] == (uintptr_t)&PyCode_Type;
+    return walker_on && p && ((uintptr_t)p & 7) == 0;
+}
+
+/* {ob_refcnt, ob_type} of a code object: a freed object's count is 0 (it was freed
+ * at 0), or the allocator's free-list link there (pymalloc, glibc's tcache: a heap
+ * address, far above any count). */
+static int code_header(const uintptr_t hdr[2])
+{
+    return hdr[0] > 0 && hdr[0] < ((uintptr_t)1 << 32) && hdr[1] == (uintptr_t)&PyCode_Type;
+}
+
+int st_pyframes_is_code(const void *p)
+{
+    uintptr_t hdr[2];
+    return may_read(p) && rd(hdr, (uintptr_t)p, sizeof hdr) == 0 && code_header(hdr);
 }
 
 static uintptr_t word_at(const unsigned char *buf, size_t off)
@@ -98,6 +108,63 @@ static uintptr_t word_at(const unsigned char *buf, size_t off)
     uintptr_t v;
     memcpy(&v, buf + off, sizeof v);
     return v;
+}
+
+/* An object's first word, ob_refcnt, as a live object's: 3.14+ keeps the count in
+ * its low 32 bits, then 16 bits of overflow (0) and 16 of flags (a static object's);
+ * before, a count from 1 to 2^32 (immortal objects: 2^32 - 1). */
+static int live_count(uintptr_t w)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    return (uint32_t)w != 0 && ((w >> 32) & 0xffff) == 0;
+#else
+    return w > 0 && w < ((uintptr_t)1 << 32);
+#endif
+}
+
+/* The object fields every code object has, and their types. */
+#define CODE_FIELDS 9
+static const struct {
+    size_t at;
+    PyTypeObject *type;
+} code_fields[CODE_FIELDS] = {
+    {offsetof(PyCodeObject, co_consts), &PyTuple_Type},
+    {offsetof(PyCodeObject, co_names), &PyTuple_Type},
+    {offsetof(PyCodeObject, co_exceptiontable), &PyBytes_Type},
+    {offsetof(PyCodeObject, co_localsplusnames), &PyTuple_Type},
+    {offsetof(PyCodeObject, co_localspluskinds), &PyBytes_Type},
+    {offsetof(PyCodeObject, co_filename), &PyUnicode_Type},
+    {offsetof(PyCodeObject, co_name), &PyUnicode_Type},
+    {offsetof(PyCodeObject, co_qualname), &PyUnicode_Type},
+    {offsetof(PyCodeObject, co_linetable), &PyBytes_Type},
+};
+
+int st_pyframes_is_whole_code(const void *p)
+{
+    unsigned char co[offsetof(PyCodeObject, co_code_adaptive)];
+    if (!may_read(p) || rd(co, (uintptr_t)p, sizeof co) < 0)
+        return 0;
+    uintptr_t hdr[2];
+    memcpy(hdr, co, sizeof hdr);
+    intptr_t units = (intptr_t)word_at(co, offsetof(PyVarObject, ob_size));
+    if (!code_header(hdr) || units <= 0 || units >= ((intptr_t)1 << 28))
+        return 0;
+    /* each field's {ob_refcnt, ob_type}, in one read */
+    uintptr_t fhdr[CODE_FIELDS][2];
+    struct iovec l[CODE_FIELDS], r[CODE_FIELDS];
+    for (int i = 0; i < CODE_FIELDS; i++) {
+        uintptr_t f = word_at(co, code_fields[i].at);
+        if (!f || (f & 7))
+            return 0;
+        l[i] = (struct iovec){fhdr[i], sizeof fhdr[i]};
+        r[i] = (struct iovec){(void *)f, sizeof fhdr[i]};
+    }
+    if (process_vm_readv(self_pid, l, CODE_FIELDS, r, CODE_FIELDS, 0) != (ssize_t)sizeof fhdr)
+        return 0;
+    for (int i = 0; i < CODE_FIELDS; i++)
+        if (!live_count(fhdr[i][0]) || fhdr[i][1] != (uintptr_t)code_fields[i].type)
+            return 0;
+    return 1;
 }
 
 /* The thread's data-stack chunks, where the frames of running calls live (a

@@ -85,6 +85,15 @@ int st_pyframes_walk_known(const void *tstate, st_pyframe_t *out, int cap,
  * Signal-safe. */
 int st_pyframes_is_code(const void *p);
 
+/* The same, and its object fields (constants, names, file, tables) are live objects
+ * of their types: memory that once held a code object and now holds something else,
+ * the header's count overwritten with a small number but its type left as it was,
+ * fails (the header alone would pass it, and a reference taken to it would write
+ * into the program's data). What passes is a code object, or the intact remains of
+ * one whose first word was overwritten and whose fields' objects all still live as
+ * the same types. Two system calls. Signal-safe. */
+int st_pyframes_is_whole_code(const void *p);
+
 /* The last frame of the chain that starts at `frame` (a thread's own, GIL held):
  * on 3.15 the thread state's sentinel base frame. NULL for NULL, or where strata
  * knows no layout. */

@@ -159,9 +159,13 @@ static void hold_new_codes(void)
         if (!k || k == TOMB)
             continue;
         /* alive: a frame held it when it was sampled, and on 3.12+ the watcher
-         * would have named and retired the entry had it died since; on 3.11 it
-         * may have died (the read is checked) */
-        if (st_pyframes_is_code((const void *)k)) {
+         * would have named and retired the entry had it died since. Without a
+         * watcher (3.11) it may have died and its memory been reused: the reads
+         * are checked, and the whole object's, not only its header (a pytest run
+         * under callgrind held a block whose count and type were a code's and
+         * whose name was not an object, and crashed on naming it) */
+        if (sp.watcher >= 0 ? st_pyframes_is_code((const void *)k)
+                            : st_pyframes_is_whole_code((const void *)k)) {
             sp.held[i] = Py_NewRef((PyObject *)k);
             atomic_store_explicit(&sp.sizes[i], Py_SIZE(sp.held[i]), memory_order_release);
         } else

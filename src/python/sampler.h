@@ -24,7 +24,9 @@
  * an entry's code when the code object is destroyed before it was held (the window
  * between a sample and the next maintenance); on 3.11 that window is open, and
  * such a frame may be named by whatever code object later reuses the address, or
- * "<unknown>".
+ * "<unknown>". An entry is held only where its address holds a whole code object
+ * (st_pyframes_is_whole_code: its header and the objects it refers to), never
+ * memory that now holds something else.
  *
  * After the run (stop, GIL held): timers deleted, the handlers drained, every held
  * code object named with the deterministic profile's rules (labels.h: the same
