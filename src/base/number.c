@@ -186,15 +186,28 @@ size_t st_num_fixed(char *buf, double v, int precision)
     if (fabs(frac - 0.5) < 1e-3)
         return 0;
     uint64_t r = whole + (frac > 0.5); /* v rounded, in units of 10^-precision */
-    /* the whole part, then the point and `precision` decimals */
-    uint64_t scale = pow10_u64[precision], units = r / scale;
-    size_t w = ndigits(units);
-    digits_before(buf + w, units, 1);
-    if (precision == 0)
-        return w;
-    buf[w] = '.';
-    digits_before(buf + w + 1 + precision, r % scale, (size_t)precision);
-    return w + 1 + (size_t)precision;
+    /* backwards from `end`: `precision` decimals, the point, the whole part (by
+     * divisions by constants); the text (at most 23 bytes: r < 2^40 has 13
+     * digits) is then copied as one block of 24, which t has room for after end */
+    char t[64], *end = t + 40, *p = end;
+    int k = precision;
+    for (; k >= 2; k -= 2) {
+        const char *d = &digit_pairs[2 * (r % 100)];
+        r /= 100;
+        *--p = d[1];
+        *--p = d[0];
+    }
+    if (k) {
+        *--p = (char)('0' + r % 10);
+        r /= 10;
+    }
+    if (precision)
+        *--p = '.';
+    size_t w = ndigits(r);
+    digits_before(p, r, 1);
+    p -= w;
+    memcpy(buf, p, 24);
+    return (size_t)(end - p);
 }
 
 /* 10^k as a 128-bit number, k from 0 to 38. */

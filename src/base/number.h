@@ -29,9 +29,9 @@ int st_num_int(const char *text, int64_t min, int64_t max, int64_t *out);
  * the length. */
 size_t st_num_u64(char *buf, uint64_t v);
 /* v with `precision` decimals (0 to 9) exactly as printf's "%.*f" writes it, into
- * buf (at least 24 bytes; no NUL). Returns the length, or 0 where that is not sure
- * without printf (a negative, huge or non-finite v, or v * 10^precision within a
- * thousandth of a half): then use printf. */
+ * buf (at least 24 bytes, all of which it may write; no NUL). Returns the length,
+ * or 0 where that is not sure without printf (a negative, huge or non-finite v, or
+ * v * 10^precision within a thousandth of a half): then use printf. */
 size_t st_num_fixed(char *buf, double v, int precision);
 
 /* v exactly as printf's "%.17g" writes it (the digits a double needs to be read

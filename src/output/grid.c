@@ -1,5 +1,7 @@
 #include "output/grid.h"
 
+#include "base/number.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,26 +52,35 @@ void st_grid_row(st_grid_t *g)
     g->nrows++;
 }
 
+/* Writes n spaces at p, which has room for SPACES more: most paddings are short,
+ * and one store of a constant block is cheaper than memset's call. */
+#define SPACES 32
+static char *put_spaces(char *p, size_t n)
+{
+    static const char spaces[SPACES] = "                                ";
+    if (n <= SPACES)
+        memcpy(p, spaces, SPACES);
+    else
+        memset(p, ' ', n);
+    return p + n;
+}
+
 /* "| text |" of column c, the text padded to the column's width (the closing '|' is
  * the next cell's or the row's end). */
 static void put_cell(st_strbuf_t *out, const st_grid_col_t *c, const char *s, size_t len)
 {
     size_t pad = c->width - 2 > len ? c->width - 2 - len : 0;
-    char *p = st_strbuf_room(out, len + pad + 3);
+    char *p = st_strbuf_room(out, len + pad + 3 + SPACES);
     if (!p)
         return;
     *p++ = '|';
     *p++ = ' ';
-    if (c->right) {
-        memset(p, ' ', pad);
-        p += pad;
-    }
+    if (c->right)
+        p = put_spaces(p, pad);
     memcpy(p, s, len);
     p += len;
-    if (!c->right) {
-        memset(p, ' ', pad);
-        p += pad;
-    }
+    if (!c->right)
+        p = put_spaces(p, pad);
     *p = ' ';
     st_strbuf_commit(out, len + pad + 3);
 }
@@ -140,6 +151,52 @@ static void set_cell(st_grid_t *g, int col, const char *text, size_t n)
     g->cells[(g->nrows - 1) * (size_t)g->ncols + (size_t)col] = (uint32_t)at;
     if (w > g->cols[col].width)
         g->cols[col].width = w;
+}
+
+/* A cell of printable text (a number's): what set_cell does, without its escaping. */
+static void set_plain(st_grid_t *g, int col, const char *text, size_t n)
+{
+    if (g->mode != ST_GRID_STREAM || g->failed || g->nrows == 0 || col < g->next ||
+        col >= g->ncols) {
+        set_cell(g, col, text, n);
+        return;
+    }
+    skip_to(g, col);
+    put_cell(g->out, &g->cols[col], text, n);
+    g->next = col + 1;
+}
+
+void st_grid_cell_uint(st_grid_t *g, int col, uint64_t v)
+{
+    if (g->mode == ST_GRID_MEASURE) {
+        st_grid_widen(g, col, st_grid_uint_width(v));
+        return;
+    }
+    char text[24];
+    size_t n = st_num_u64(text, v);
+    text[n] = '\0';
+    set_plain(g, col, text, n);
+}
+
+void st_grid_cell_fixed(st_grid_t *g, int col, int precision, double v)
+{
+    size_t w;
+    if (g->mode == ST_GRID_MEASURE && (w = st_grid_fixed_width(v, precision)) > 0) {
+        st_grid_widen(g, col, w);
+        return;
+    }
+    char text[24];
+    size_t n = st_num_fixed(text, v, precision);
+    if (n) {
+        text[n] = '\0';
+        set_plain(g, col, text, n);
+        return;
+    }
+    st_strbuf_t b; /* printf's: the rounding is not sure without it (number.h) */
+    st_strbuf_init(&b);
+    st_strbuf_printf(&b, "%.*f", precision, v);
+    st_grid_cell(g, col, &b);
+    st_strbuf_free(&b);
 }
 
 void st_grid_cell_str(st_grid_t *g, int col, const char *text)

@@ -66,6 +66,12 @@ void st_grid_cell_str(st_grid_t *g, int col, const char *text);
 void st_grid_cell_strn(st_grid_t *g, int col, const char *text, size_t n);
 /* Sets a cell of the last row from text, then empties text (for reuse). */
 void st_grid_cell(st_grid_t *g, int col, st_strbuf_t *text);
+/* Number cells: v as "%llu" writes it, or with `precision` decimals as "%.*f" does.
+ * Measuring, only their widths count, found without formatting where that is sure
+ * (printf of a double is most of a table's time); streaming, the text goes to the
+ * row as it is made (digits need no escaping). */
+void st_grid_cell_uint(st_grid_t *g, int col, uint64_t v);
+void st_grid_cell_fixed(st_grid_t *g, int col, int precision, double v);
 /* Appends the table under `title` to out, ending with a newline. */
 void st_grid_render(st_strbuf_t *out, const st_grid_t *g, const char *title);
 /* Streaming, first pass: rows from now on widen the columns and are then dropped.

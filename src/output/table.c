@@ -2,7 +2,6 @@
 
 #include "model/names.h"
 #include "base/err.h"
-#include "base/number.h"
 #include "model/walk.h"
 #include "output/grid.h"
 
@@ -24,38 +23,6 @@ static void put_label(st_strbuf_t *b, const char *label)
         n--;
     b->len = start + n;
     st_strbuf_puts(b, "...");
-}
-
-/* Number cells. In the measuring pass only their widths count, found without
- * formatting where that is sure (printf of a double is most of a table's time). */
-static void put_uint(st_grid_t *g, int col, uint64_t v)
-{
-    if (g->mode == ST_GRID_MEASURE) {
-        st_grid_widen(g, col, st_grid_uint_width(v));
-        return;
-    }
-    char text[24];
-    size_t n = st_num_u64(text, v);
-    text[n] = '\0';
-    st_grid_cell_strn(g, col, text, n);
-}
-
-static void put_fixed(st_grid_t *g, int col, st_strbuf_t *b, int precision, double v)
-{
-    size_t w;
-    if (g->mode == ST_GRID_MEASURE && (w = st_grid_fixed_width(v, precision)) > 0) {
-        st_grid_widen(g, col, w);
-        return;
-    }
-    char text[24];
-    size_t n = st_num_fixed(text, v, precision);
-    if (n) {
-        text[n] = '\0';
-        st_grid_cell_strn(g, col, text, n);
-        return;
-    }
-    st_strbuf_printf(b, "%.*f", precision, v);
-    st_grid_cell(g, col, b);
 }
 
 /* The start of a row's LABEL cell: the thread, and under the top the indentation
@@ -106,15 +73,15 @@ static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
         ticks += info->timer >= 0 ? st_model_tstat(th, info->timer, c)->sum : 0;
     uint64_t calls = fold_head(g, th, top, max_indent, b);
     uint32_t depth = t->nodes[top].depth + 1;
-    put_uint(g, 1, calls);
-    put_uint(g, 2, depth);
+    st_grid_cell_uint(g, 1, calls);
+    st_grid_cell_uint(g, 2, depth);
     st_grid_cell_str(g, 3, info->name);
     if (info->timer < 0) {
-        put_uint(g, 4, calls);
+        st_grid_cell_uint(g, 4, calls);
         return;
     }
     st_grid_cell_str(g, 4, info->units);
-    put_fixed(g, 5, b, precision, (double)ticks * m->ns_per_tick[info->timer] * 1e-9);
+    st_grid_cell_fixed(g, 5, precision, (double)ticks * m->ns_per_tick[info->timer] * 1e-9);
     st_grid_cell_str(g, 11, "100.0");
 }
 
@@ -135,11 +102,11 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
         put_head(&b, th, node->depth, max_indent);
         put_label(&b, st_name_text(m, node->label));
         st_grid_cell(g, 0, &b);
-        put_uint(g, 1, calls);
-        put_uint(g, 2, node->depth);
+        st_grid_cell_uint(g, 1, calls);
+        st_grid_cell_uint(g, 2, node->depth);
         st_grid_cell_str(g, 3, info->name);
         if (info->timer < 0) {
-            put_uint(g, 4, calls);
+            st_grid_cell_uint(g, 4, calls);
         } else {
             const st_tstat_t *a = st_model_tstat(th, info->timer, n);
             double sec = m->ns_per_tick[info->timer] * 1e-9;
@@ -156,8 +123,8 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
             };
             st_grid_cell_str(g, 4, info->units);
             for (int i = 0; i < 6; i++)
-                put_fixed(g, 5 + i, &b, precision, vals[i]);
-            put_fixed(g, 11, &b, 1, a->sum ? 100.0 * (double)a->self / (double)a->sum : 0.0);
+                st_grid_cell_fixed(g, 5 + i, precision, vals[i]);
+            st_grid_cell_fixed(g, 11, 1, a->sum ? 100.0 * (double)a->self / (double)a->sum : 0.0);
         }
         /* below the depth cap, one row for the rest */
         if (node->first_child != ST_PATH_NONE && node->depth >= ST_TABLE_MAX_DEPTH) {
@@ -213,19 +180,19 @@ static void add_metric_rows(st_grid_t *g, const st_model_t *m, const st_model_th
                 own = total = incl[n] - self[n];
             }
             if (c->count >= 0)
-                put_uint(g, c->count, calls);
-            put_uint(g, c->depth, depth);
+                st_grid_cell_uint(g, c->count, calls);
+            st_grid_cell_uint(g, c->depth, depth);
             if (c->metric >= 0) {
                 st_grid_cell_str(g, c->metric, d->name);
                 st_grid_cell_str(g, c->units, d->unit);
             }
-            put_uint(g, c->self, (uint64_t)own);
-            put_uint(g, c->total, (uint64_t)total);
+            st_grid_cell_uint(g, c->self, (uint64_t)own);
+            st_grid_cell_uint(g, c->total, (uint64_t)total);
             if (c->ptotal < 0) {
-                put_fixed(g, c->pself, &b, 1, total > 0 ? 100.0 * own / total : 0.0);
+                st_grid_cell_fixed(g, c->pself, 1, total > 0 ? 100.0 * own / total : 0.0);
             } else {
-                put_fixed(g, c->pself, &b, 1, c->all > 0 ? 100.0 * own / c->all : 0.0);
-                put_fixed(g, c->ptotal, &b, 1, c->all > 0 ? 100.0 * total / c->all : 0.0);
+                st_grid_cell_fixed(g, c->pself, 1, c->all > 0 ? 100.0 * own / c->all : 0.0);
+                st_grid_cell_fixed(g, c->ptotal, 1, c->all > 0 ? 100.0 * total / c->all : 0.0);
             }
         }
         if (fold)
