@@ -57,7 +57,7 @@ void st_grid_row(st_grid_t *g)
 #define SPACES 32
 static char *put_spaces(char *p, size_t n)
 {
-    static const char spaces[SPACES] = "                                ";
+    static const char spaces[SPACES + 1] = "                                ";
     if (n <= SPACES)
         memcpy(p, spaces, SPACES);
     else
