@@ -282,14 +282,21 @@ def test_programs_not_followed_are_named(runner: Runner):
     kids = children(results)
     fork_pid = [pid for pid, (rec, _) in kids.items() if rec["command"][0] == "strata"]
     assert len(fork_pid) == 1, [rec for rec, _ in kids.values()]
-    assert named == [
-        (0, ["ls", "-d", "/"], "not Python"),
-        (0, ["/bin/sh", "-c", "exit 4"], "not Python"),
-        (0, ["./tool.sh"], "not Python"),
-        (0, [named[3][1][0], "-c", "pass"], "an environment without strata's variable"),
-        (0, ["/bin/sh", "-c", "exit 2"], "not Python"),
-        (fork_pid[0], ["echo", "exec'd"], "not Python"),
+    assert [(command, why) for _, command, why in named] == [
+        (["ls", "-d", "/"], "not Python"),
+        (["/bin/sh", "-c", "exit 4"], "not Python"),
+        (["./tool.sh"], "not Python"),
+        ([named[3][1][0], "-c", "pass"], "an environment without strata's variable"),
+        (["/bin/sh", "-c", "exit 2"], "not Python"),
+        (["echo", "exec'd"], "not Python"),
     ], named  # the missing program is not: it never started
+    # each with its own pid (a child names itself just before it becomes the
+    # program), but the shell of os.system, named before it starts
+    pids = [pid for pid, _, _ in named]
+    assert len(set(pids[:4])) == 4 and all(pid > 0 for pid in pids[:4]), named
+    assert pids[4:] == [0, fork_pid[0]], named
+    top = load_profile(results)["metadata"]["pid"]
+    assert all(r["parent"] == top for r in records if "not_followed" in r and r["pid"] in pids[:4])
     assert Path(named[3][1][0]).name.startswith("python")  # the program's sys.executable
     scripted = [p for rec, p in kids.values() if rec["command"][-1] == "./pyscript"]
     assert len(scripted) == 1 and labels(scripted[0])["scripted"] == 1

@@ -283,8 +283,8 @@ LATE_SHORT = SPIN_CPU + """
 def test_short_threads_started_late(runner):
     """Threads started after strata's thread has slowed down to its long period
     (nothing changed for a while) are found at once, not at the next long tick:
-    on 3.12+ their start (an audit event) hurries the ticks; on 3.11 the ticks stay
-    short. Each lives 40 ms of CPU, less than the long period (100 ms). No thread's
+    their start (the interpreter's pthread_create, which strata hears) hurries the
+    ticks. Each lives 40 ms of CPU, less than the long period (100 ms). No thread's
     frames land in another's samples: on 3.11 a thread's state carries the ids of
     the thread that made it until the new thread starts (seen under load, where the
     new thread waits for a CPU)."""

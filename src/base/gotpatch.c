@@ -154,6 +154,21 @@ int st_got_has_search_path(const struct dl_phdr_info *obj)
     return 0;
 }
 
+int st_got_runtime(const struct dl_phdr_info *obj)
+{
+    static const char *const runtimes[] = {
+        "libc.so", "ld-linux", "ld64.so", "libasan.so", "libtsan.so", "libubsan.so",
+        "liblsan.so", "libhwasan.so", "libmemusage.so", "libjemalloc.so", "libtcmalloc",
+        "libmimalloc.so",
+    };
+    const char *slash = strrchr(obj->dlpi_name, '/');
+    const char *base = slash ? slash + 1 : obj->dlpi_name;
+    for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
+        if (strncmp(base, runtimes[i], strlen(runtimes[i])) == 0)
+            return 1;
+    return 0;
+}
+
 static int count_loads(struct dl_phdr_info *obj, size_t size, void *data)
 {
     (void)size;

@@ -42,6 +42,11 @@ int st_got_holds(const struct dl_phdr_info *obj, const void *addr);
  * it makes depends on who calls, and cannot be made from another object. */
 int st_got_has_search_path(const struct dl_phdr_info *obj);
 
+/* 1 when obj is the C library, the dynamic linker, or the runtime of a sanitizer
+ * or of another allocator: objects a profiler's redirections leave alone (their
+ * calls among themselves pair up, and they run before and under everything). */
+int st_got_runtime(const struct dl_phdr_info *obj);
+
 /* How many objects have been loaded in the process so far (the dynamic linker's
  * count): changes when a new one comes. */
 unsigned long long st_got_loads(void);

@@ -9,9 +9,21 @@
 
 void st_strbuf_init(st_strbuf_t *b) { memset(b, 0, sizeof *b); }
 
+void st_strbuf_init_fixed(st_strbuf_t *b, char *buf, size_t cap)
+{
+    st_strbuf_init(b);
+    b->data = buf;
+    b->cap = cap;
+    b->fixed = 1;
+    b->failed = cap == 0;
+    if (cap)
+        buf[0] = '\0';
+}
+
 void st_strbuf_free(st_strbuf_t *b)
 {
-    free(b->data);
+    if (!b->fixed)
+        free(b->data);
     st_strbuf_init(b);
 }
 
@@ -58,6 +70,10 @@ static int reserve(st_strbuf_t *b, size_t extra)
         return -1;
     if (b->len + extra + 1 <= b->cap)
         return 0;
+    if (b->fixed) {
+        b->failed = 1;
+        return -1;
+    }
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + extra + 1)
         cap *= 2;

@@ -27,9 +27,13 @@ typedef struct {
     int failed;    /* sticky: an allocation (or, streaming, a write) failed */
     FILE *sink;    /* streaming: where full chunks go (not owned), or NULL */
     int sink_errno; /* streaming: errno of the failed write, 0 if none */
+    int fixed;     /* data is the caller's (st_strbuf_init_fixed): never grown nor freed */
 } st_strbuf_t;
 
 void st_strbuf_init(st_strbuf_t *b);
+/* A buffer on the caller's memory, cap bytes: appends that do not fit fail (no
+ * allocation ever: what a child of vfork or a signal handler may use). */
+void st_strbuf_init_fixed(st_strbuf_t *b, char *buf, size_t cap);
 void st_strbuf_free(st_strbuf_t *b);
 void st_strbuf_reset(st_strbuf_t *b);             /* len = 0, keeps memory */
 /* Appending: inline while the bytes fit (and, streaming, leave the chunk short of

@@ -382,10 +382,22 @@ static void program_started(long pid, char *const *argv, size_t argc, const char
         finalize_to(0, NULL);
 }
 
+/* A child of this process (between its fork and exec) about to become a program
+ * that is not followed: its own line in the tree's record. No allocation, no lock
+ * (spawns.h): memory reads and system calls only. */
+static void child_started(long pid, long parent, char *const *argv, size_t argc,
+                          const char *why)
+{
+    if (st_py.live && !st_py.finalized && !st_py.forked_child)
+        st_session_record_not_followed(st_py.session.tree, pid, parent, why, argv, argc);
+}
+
 /* Starts the session begun: its collectors, and what catches the ways the program
  * may end. 0, or < 0 with msg filled or a Python exception set. */
 static int start_session(st_msg_t *msg)
 {
+    /* what starts programs, loaded before anything is profiled (spawns.h) */
+    st_pyspawn_prepare();
     /* SIGTERM and os._exit are caught first: the sampler then knows strata's thread */
     st_py.session.helper_threads = st_pyexit_install();
     /* the stack sampler's thread: not one of the program's */
@@ -421,7 +433,8 @@ static int start_session(st_msg_t *msg)
         st_py.finalized = 1;
         st_pyexit_finished();
     } else {
-        st_pyspawn_watch(program_started); /* without it: an exec loses the results */
+        /* without it, an exec loses the results */
+        st_pyspawn_watch(program_started, child_started);
     }
     return rc;
 }

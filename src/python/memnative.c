@@ -270,12 +270,6 @@ static void redirect(size_t first, size_t n, int back, st_got_keep_t keep)
     st_got_redirect(r, n, keep, NULL);
 }
 
-static const char *const left_alone[] = {
-    "libc.so", "ld-linux", "ld64.so", "libasan.so", "libtsan.so", "libubsan.so",
-    "liblsan.so", "libhwasan.so", "libmemusage.so", "libjemalloc.so", "libtcmalloc",
-    "libmimalloc.so",
-};
-
 /* 1 for the objects whose mallocs are counted. */
 static int keep_mallocs(const struct dl_phdr_info *obj, void *arg)
 {
@@ -286,10 +280,7 @@ static int keep_mallocs(const struct dl_phdr_info *obj, void *arg)
     const char *base = slash ? slash + 1 : obj->dlpi_name;
     if (!*base)
         return 0; /* the program (the interpreter, or what embeds it) or the vDSO */
-    for (size_t i = 0; i < sizeof left_alone / sizeof *left_alone; i++)
-        if (strncmp(base, left_alone[i], strlen(left_alone[i])) == 0)
-            return 0;
-    return 1;
+    return !st_got_runtime(obj);
 }
 
 /* 1 for the objects whose dlopens strata's makes as well as they would. */

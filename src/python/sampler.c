@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/gotpatch.h"
 #include "core/clock.h"
 #include "python/frames.h"
 #include "python/labels.h"
@@ -36,8 +37,6 @@
 /* How long new code objects wait for the main thread to hold them (hold_soon)
  * before the maintenance thread takes the GIL to hold them itself */
 #define HOLD_WAIT_NS 40000000ull
-/* 3.12+ raises an audit event when a thread state is made (on_audit) */
-#define THREAD_EVENTS (PY_VERSION_HEX >= 0x030C0000)
 
 #define NATIVE_BASE (CODE_UNKNOWN + 1) /* native frames' ids: NATIVE_BASE + an nstack id */
 
@@ -77,11 +76,11 @@ static struct {
     uint64_t scan_ns;             /* the last scan's time (monotonic) */
     int unbound;                  /* it met a thread state no thread runs yet */
     uint32_t unbound_tries;       /* scans since, that met one still */
-    int audit_added;              /* the audit hook that hears threads start */
     PyThreadState *maint_ts, *maint_saved; /* the maintenance thread's */
     PyGILState_STATE maint_gil;
     int watcher;                  /* 3.12+: the code watcher's id, or -1 */
     _Atomic int hold_asked;       /* hold_soon is queued as a pending call */
+    _Atomic int threads_heard;    /* w_pthread_create hurries the ticks */
     uint64_t hold_asked_ns;       /* since then (monotonic; the maintenance thread's) */
     int on;                       /* sampling runs */
     int native;                   /* --native: C frames too */
@@ -366,11 +365,10 @@ static int hold_by_main(uint64_t now_ns)
 /* The maintenance thread's part (sampling/stacks.h): holds the GIL while it
  * starts and ends, and at a tick when the process's threads changed (and every
  * half second), or when new code objects are still to hold after the main
- * thread was asked to (hold_by_main). Work that cannot wait makes
- * the next tick come soon: threads that changed, an extension loaded, and without
- * a code watcher new code objects (one may die, and its address name another,
- * before they are held). On 3.11 every tick comes soon: no event says that a
- * thread starts (on_audit). */
+ * thread was asked to (hold_by_main). Work that cannot wait makes the next tick
+ * come soon: threads that changed or started (w_pthread_create), an extension
+ * loaded, and without a code watcher new code objects (one may die, and its
+ * address name another, before they are held). */
 static int tick(st_stacks_t *s, int phase, void *arg)
 {
     (void)arg;
@@ -408,27 +406,30 @@ static int tick(st_stacks_t *s, int phase, void *arg)
         }
         sp.maint_saved = PyEval_SaveThread();
     }
-    return busy || changed || unbound_pending() || (new_codes && sp.watcher < 0) ||
-           !THREAD_EVENTS;
+    return busy || changed || unbound_pending() || (new_codes && sp.watcher < 0);
 }
 
-#if THREAD_EVENTS
-/* Python's audit events (3.12+): a thread state made, or a thread about to start,
- * makes the next ticks come soon, so that the thread is found within about 20 ms
- * (a hook cannot be taken off: it stays, doing nothing once sampling ends). 3.11
- * raises no such event: its ticks stay short. */
-static int on_audit(const char *event, PyObject *args, void *data)
+/* A thread that starts while sampling runs makes the next ticks come soon, so that
+ * it is found within about 20 ms; quiet, they come every 100 ms. The interpreter's
+ * calls to pthread_create (and every loaded object's but strata's and the
+ * runtimes': base/gotpatch.h) come here. An audit hook would hear 3.12+'s
+ * "cpython.PyThreadState_New", but any audit hook makes CPython build the
+ * arguments of every event it raises (spawns.h). Once sampling has stopped the
+ * redirection stays, passing calls through. */
+static int w_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                            void *(*start)(void *), void *arg)
 {
-    (void)args;
-    (void)data;
-    if (sp.on && (event[0] == '_' || event[0] == 'c') &&
-        (strcmp(event, "cpython.PyThreadState_New") == 0 ||
-         strcmp(event, "_thread.start_new_thread") == 0 ||
-         strcmp(event, "_thread.start_joinable_thread") == 0))
+    int rc = pthread_create(thread, attr, start, arg);
+    if (rc == 0 && atomic_load_explicit(&sp.threads_heard, memory_order_relaxed))
         st_stacks_maint_hurry(&stacks);
-    return 0;
+    return rc;
 }
-#endif
+
+static int keep_threads(const struct dl_phdr_info *obj, void *arg)
+{
+    (void)arg;
+    return !st_got_holds(obj, (const void *)w_pthread_create) && !st_got_runtime(obj);
+}
 
 /* Ends the maintenance thread (GIL held: released while it takes the GIL to
  * leave). */
@@ -537,14 +538,6 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
                                 "strata python --native starts it so)");
     scan_threads();
     sp.scan_ns = st_clock_monotonic_ns();
-#if THREAD_EVENTS
-    if (!sp.audit_added) {
-        if (PySys_AddAuditHook(on_audit, NULL) < 0)
-            PyErr_Clear(); /* another hook refused it: threads are found by the ticks */
-        else
-            sp.audit_added = 1;
-    }
-#endif
 #if PY_VERSION_HEX >= 0x030C0000
     sp.watcher = PyCode_AddWatcher(on_code_event);
     if (sp.watcher < 0)
@@ -562,6 +555,9 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     }
     sp.on = 1;
     s->stack_sampling = 1;
+    static const st_got_redirect_t starts = {"pthread_create", NULL, (void *)w_pthread_create};
+    atomic_store(&sp.threads_heard, 1);
+    st_got_redirect(&starts, 1, keep_threads, NULL); /* failing: the half-second scans */
     return 0;
 }
 
@@ -728,6 +724,7 @@ static void sampler_stop(st_collector_t *c, st_session_t *s)
     if (!sp.on)
         return;
     sp.on = 0;
+    atomic_store(&sp.threads_heard, 0);
     st_stacks_stop(&stacks); /* no handler runs after this */
     stop_maint();
     drop_code_watcher();
@@ -768,6 +765,7 @@ void st_pysampler_after_fork_child(void)
     if (!sp.on)
         return;
     sp.on = 0;
+    atomic_store(&sp.threads_heard, 0);
     st_stacks_stop(&stacks); /* the handler goes; the parent's timers are not here */
     drop_code_watcher();
     clear_codes();

@@ -11,16 +11,17 @@
  * made after the run.
  *
  * The maintenance thread (strata's own, a C thread) wakes every 20 ms while things
- * change, every 100 ms otherwise (sampling/stacks.h), and on 3.11 always every
- * 20 ms: it refills the recorder's signal chunks (st_rec_maintain); when the code
+ * change (and on 3.11 while sampled code objects wait to be held), every 100 ms
+ * otherwise (sampling/stacks.h): it refills the recorder's signal chunks (st_rec_maintain); when the code
  * table has new entries, or the process has threads it has not seen
  * (/proc/self/task), it takes the GIL, holds a reference to each new code object
  * (so that its address cannot be reused by another code object before the run
  * ends and names it), and arms the timers of new Python threads from the
  * interpreter's thread list (their kernel ids). Threads started later are found
  * within about 20 ms, and a thread that starts and ends faster than that is not
- * sampled: on 3.12+ an audit hook hears a thread state made or a thread started
- * and hurries the ticks (3.11 raises no such event). On 3.12+ a code watcher names
+ * sampled: the interpreter's pthread_create (redirected, base/gotpatch.h) hurries
+ * the ticks (an audit hook would hear 3.12+'s thread states made, at the price of
+ * every event's arguments built: spawns.h). On 3.12+ a code watcher names
  * an entry's code when the code object is destroyed before it was held (the window
  * between a sample and the next maintenance); on 3.11 that window is open, and
  * such a frame may be named by whatever code object later reuses the address, or

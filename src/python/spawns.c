@@ -1,39 +1,44 @@
-/* The programs a followed run starts that strata does not follow (see spawns.h). */
+/* The programs a run starts that strata does not follow, and its exec (see spawns.h). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "python/spawns.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/gotpatch.h"
+
 #define CHILD_VAR "_STRATA_CHILD_OF"
+#define DEFAULT_PATH "/usr/bin:/bin"
 
-static st_pyspawn_fn started_cb;
-static int hooked;
-/* The arguments of this thread's last subprocess.Popen event (a reference): where
- * Popen starts the program by os.posix_spawn (3.13+, often), that event comes
- * next with the same list, and is the same start. */
-static _Thread_local PyObject *popen_args;
-static char own_exe[PATH_MAX]; /* this process's interpreter, resolved; "" if unknown */
+extern char **environ;
 
-/* A str or bytes as a C string (malloc'd), NULL for anything else: a path object
- * would need its Python __fspath__, which would show in the profile. */
-static char *word(PyObject *o)
+static struct {
+    st_pyspawn_fn started;    /* NULL: not watching */
+    st_pyspawn_child_fn child;
+    long pid;                 /* the watched process */
+    struct stat own;          /* this process's interpreter (st_ino 0: unknown) */
+} sw;
+
+/* ------------------------------------------------------------------------- */
+/* Judging a start: system calls and buffers on the stack only (a child of vfork) */
+
+/* The value of `name` in the environment env (NULL-terminated), or NULL. */
+static const char *env_get(char *const *env, const char *name)
 {
-    if (PyBytes_Check(o))
-        return strdup(PyBytes_AS_STRING(o));
-    if (!PyUnicode_Check(o))
-        return NULL;
-    PyObject *b = PyUnicode_EncodeFSDefault(o);
-    char *w = b ? strdup(PyBytes_AS_STRING(b)) : NULL;
-    Py_XDECREF(b);
-    PyErr_Clear();
-    return w;
+    size_t n = strlen(name);
+    for (; env && *env; env++)
+        if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+            return *env + n + 1;
+    return NULL;
 }
 
 /* `dir`/`name` into out when it is a file this process may execute. */
@@ -46,15 +51,14 @@ static int executable_at(const char *dir, size_t dirlen, const char *name, char 
            access(out, X_OK) == 0;
 }
 
-/* The file the kernel will run for `prog`: a path (relative to `cwd` when the start
- * changes to it), else the first executable of that name on `path` (a colon list,
+/* The file the kernel will run for `prog`: a path when it has a slash or the start
+ * does not search, else the first executable of that name on `path` (a colon list,
  * "" the current folder). 1 with out filled, 0 when there is none. */
-static int find_program(const char *prog, const char *cwd, const char *path, char *out, size_t cap)
+static int find_program(const char *prog, int search, const char *path, char *out, size_t cap)
 {
-    if (strchr(prog, '/'))
-        return prog[0] != '/' && cwd ? executable_at(cwd, strlen(cwd), prog, out, cap)
-                                     : executable_at("", 0, prog, out, cap);
-    for (const char *p = path ? path : "/usr/bin:/bin";;) {
+    if (!search || strchr(prog, '/'))
+        return executable_at("", 0, prog, out, cap);
+    for (const char *p = path ? path : DEFAULT_PATH;;) {
         const char *end = strchr(p, ':');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len ? executable_at(p, len, prog, out, cap) : executable_at(".", 1, prog, out, cap))
@@ -75,13 +79,42 @@ static int python_name(const char *file)
     return base[6 + strspn(base + 6, "0123456789.tdm")] == '\0';
 }
 
+/* Whether `exe` is this process's interpreter, or a link (through links) to a file
+ * named as a Python interpreter. */
+static int python_file(const char *exe)
+{
+    struct stat st;
+    if (sw.own.st_ino && stat(exe, &st) == 0 && st.st_dev == sw.own.st_dev &&
+        st.st_ino == sw.own.st_ino)
+        return 1;
+    char at[PATH_MAX], target[PATH_MAX];
+    snprintf(at, sizeof at, "%s", exe);
+    for (int hops = 0; hops < 8; hops++) {
+        ssize_t n = readlink(at, target, sizeof target - 1);
+        if (n <= 0)
+            return 0;
+        target[n] = '\0';
+        if (python_name(target))
+            return 1;
+        const char *slash = strrchr(at, '/');
+        if (target[0] == '/' || !slash) {
+            memcpy(at, target, (size_t)n + 1);
+        } else { /* relative to the link's folder */
+            char joined[PATH_MAX];
+            int len = snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - at), at, target);
+            if (len < 0 || (size_t)len >= sizeof joined)
+                return 0;
+            memcpy(at, joined, (size_t)len + 1);
+        }
+    }
+    return 0;
+}
+
 /* Whether the file `exe` is a Python interpreter, by its name or its own one's,
  * or runs in one (a `#!` line naming one, directly or through env). */
 static int runs_python(const char *exe, const char *path, int depth)
 {
-    char real[PATH_MAX];
-    if (python_name(exe) || (realpath(exe, real) && (python_name(real) ||
-                                                     (own_exe[0] && strcmp(real, own_exe) == 0))))
+    if (python_name(exe) || python_file(exe))
         return 1;
     char head[256];
     int fd = open(exe, O_RDONLY | O_CLOEXEC);
@@ -103,128 +136,179 @@ static int runs_python(const char *exe, const char *path, int depth)
         ;
     char found[PATH_MAX];
     return arg && (python_name(arg) ||
-                   (find_program(arg, NULL, path, found, sizeof found) &&
+                   (find_program(arg, 1, path, found, sizeof found) &&
                     runs_python(found, path, depth + 1)));
 }
 
-/* Whether a start's environment is one that carries strata's variable: None (the
- * process's own, the C environment) or a dict that has it. Any other mapping
- * (os.environ, whose copy of the environment never shows it) does not. */
-static int env_follows(PyObject *env)
+/* Why the start of `prog` (searched on the environment's PATH when `search`) with
+ * environment env is not followed, or NULL when it follows itself; *found: whether
+ * there is such a program (a start that cannot succeed is not told). */
+static const char *judge(const char *prog, int search, char *const *env, int *found)
 {
-    if (env == Py_None)
-        return 1;
-    if (!PyDict_Check(env))
-        return 0;
-    PyObject *s = PyUnicode_FromString(CHILD_VAR), *b = PyBytes_FromString(CHILD_VAR);
-    int has = (s && PyDict_GetItemWithError(env, s)) || (b && PyDict_GetItemWithError(env, b));
-    Py_XDECREF(s);
-    Py_XDECREF(b);
-    PyErr_Clear();
-    return has;
-}
-
-/* The PATH a start searches: the dict env's, else this process's. The string is
- * the dict's (borrowed) or the environment's. */
-static const char *path_of(PyObject *env)
-{
-    if (env && PyDict_Check(env)) {
-        PyObject *p = PyDict_GetItemString(env, "PATH");
-        if (p && PyUnicode_Check(p))
-            return PyUnicode_AsUTF8(p);
-        if (p && PyBytes_Check(p))
-            return PyBytes_AS_STRING(p);
-        PyErr_Clear();
-    }
-    return getenv("PATH");
-}
-
-/* Tells of the start of `prog` with arguments `args` (a list or tuple) when it is
- * not followed, or it is an exec (pid: this process's). */
-static void judge(long pid, PyObject *prog, PyObject *args, PyObject *cwd, PyObject *env)
-{
-    char *p = word(prog), *dir = cwd && cwd != Py_None ? word(cwd) : NULL;
+    const char *path = env_get(env, "PATH");
     char exe[PATH_MAX];
-    const char *path = path_of(env);
-    const char *why = NULL;
-    int found = p && find_program(p, dir, path, exe, sizeof exe);
-    if (found)
-        why = !runs_python(exe, path, 0) ? "not Python"
-              : !env_follows(env)        ? "an environment without strata's variable"
-                                         : NULL;
-    free(p);
-    free(dir);
-    if (!found || (!why && !pid))
-        return; /* never starts, or follows itself (an exec is told either way) */
-    PyObject *seq = PySequence_Fast(args, "");
-    Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(seq) : 0;
-    char **argv = calloc((size_t)n + 1, sizeof *argv);
-    for (Py_ssize_t i = 0; argv && i < n; i++) {
-        PyObject *a = PySequence_Fast_GET_ITEM(seq, i);
-        argv[i] = word(a);
-        if (!argv[i]) /* a path object: its type, not its text (see word) */
-            argv[i] = strdup(Py_TYPE(a)->tp_name);
-    }
-    Py_XDECREF(seq);
-    PyErr_Clear();
-    if (argv)
-        started_cb(pid, argv, (size_t)n, why);
-    for (Py_ssize_t i = 0; argv && i < n; i++)
-        free(argv[i]);
-    free(argv);
+    *found = prog && find_program(prog, search, path, exe, sizeof exe);
+    if (!*found)
+        return NULL;
+    if (!runs_python(exe, path, 0))
+        return "not Python";
+    return env_get(env, CHILD_VAR) ? NULL : "an environment without strata's variable";
 }
 
-static int hook(const char *event, PyObject *args, void *unused)
+static size_t count(char *const *argv)
 {
-    (void)unused;
-    /* "subprocess." or "os.", before any strcmp: CPython 3.13 raises an event each
-     * time a traceback's tb_frame is read ("object.__getattr__"), 62,000 times in
-     * its test_json */
-    int os = event[0] == 'o' && event[1] == 's' && event[2] == '.';
-    if (!started_cb || !(os || (event[0] == 's' && event[1] == 'u')) || !PyTuple_Check(args))
-        return 0;
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (strcmp(event, "subprocess.Popen") == 0 && n == 4) {
-        Py_XSETREF(popen_args, Py_NewRef(PyTuple_GET_ITEM(args, 1)));
-        judge(0, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2),
-              PyTuple_GET_ITEM(args, 3));
-    } else if (strcmp(event, "os.posix_spawn") == 0 && n == 3) {
-        int popen = PyTuple_GET_ITEM(args, 1) == popen_args;
-        Py_CLEAR(popen_args);
-        if (!popen)
-            judge(0, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), NULL,
-                  PyTuple_GET_ITEM(args, 2));
-    }
-    else if (strcmp(event, "os.exec") == 0 && n == 3)
-        judge((long)getpid(), PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), NULL,
-              PyTuple_GET_ITEM(args, 2));
-    else if (strcmp(event, "os.system") == 0 && n == 1) {
-        PyObject *sh = PyUnicode_FromString("/bin/sh");
-        PyObject *argv = sh ? Py_BuildValue("(OsO)", sh, "-c", PyTuple_GET_ITEM(args, 0)) : NULL;
-        if (argv)
-            judge(0, sh, argv, NULL, Py_None);
-        Py_XDECREF(argv);
-        Py_XDECREF(sh);
-        PyErr_Clear();
-    }
-    return 0;
+    size_t n = 0;
+    while (argv && argv[n])
+        n++;
+    return n;
 }
 
-int st_pyspawn_watch(st_pyspawn_fn started)
+/* ------------------------------------------------------------------------- */
+/* The wrappers                                                              */
+
+/* Before an exec: the watched process's own (its results written first), or a
+ * child's about to become a program (its own line in the tree's record). */
+static void before_exec(const char *prog, int search, char *const argv[], char *const envp[])
 {
-    started_cb = started;
-    if (!started || hooked)
+    if (!sw.started)
+        return;
+    int saved = errno, found;
+    const char *why = judge(prog, search, envp ? envp : environ, &found);
+    if (found) {
+        long pid = (long)getpid();
+        if (pid != sw.pid) {
+            if (why && sw.child)
+                sw.child(pid, (long)getppid(), argv, count(argv), why);
+        } else if (PyGILState_Check()) {
+            sw.started(pid, argv, count(argv), why);
+        }
+    }
+    errno = saved;
+}
+
+/* After the watched process started a program (pid: its pid, 0 when not known). */
+static void after_spawn(long pid, const char *prog, int search, char *const argv[],
+                        char *const envp[])
+{
+    if (!sw.started || (long)getpid() != sw.pid)
+        return;
+    int saved = errno, found;
+    const char *why = judge(prog, search, envp ? envp : environ, &found);
+    if (found && why)
+        sw.started(pid, argv, count(argv), why);
+    errno = saved;
+}
+
+static int w_execv(const char *path, char *const argv[])
+{
+    before_exec(path, 0, argv, NULL);
+    return execv(path, argv);
+}
+
+static int w_execve(const char *path, char *const argv[], char *const envp[])
+{
+    before_exec(path, 0, argv, envp);
+    return execve(path, argv, envp);
+}
+
+static int w_execvp(const char *file, char *const argv[])
+{
+    before_exec(file, 1, argv, NULL);
+    return execvp(file, argv);
+}
+
+static int w_execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    before_exec(file, 1, argv, envp);
+    return execvpe(file, argv, envp);
+}
+
+static int w_fexecve(int fd, char *const argv[], char *const envp[])
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    before_exec(path, 0, argv, envp);
+    return fexecve(fd, argv, envp);
+}
+
+static int w_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    pid_t child = 0;
+    int rc = posix_spawn(&child, path, fa, attr, argv, envp);
+    if (pid)
+        *pid = child;
+    if (rc == 0)
+        after_spawn((long)child, path, 0, argv, envp);
+    return rc;
+}
+
+static int w_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    pid_t child = 0;
+    int rc = posix_spawnp(&child, file, fa, attr, argv, envp);
+    if (pid)
+        *pid = child;
+    if (rc == 0)
+        after_spawn((long)child, file, 1, argv, envp);
+    return rc;
+}
+
+static int w_system(const char *command)
+{
+    if (command && sw.started && (long)getpid() == sw.pid) {
+        char *argv[] = {"/bin/sh", "-c", (char *)command, NULL};
+        int saved = errno;
+        sw.started(0, argv, 3, "not Python");
+        errno = saved;
+    }
+    return system(command);
+}
+
+static const st_got_redirect_t redirects[] = {
+    {"execv", NULL, (void *)w_execv},
+    {"execve", NULL, (void *)w_execve},
+    {"execvp", NULL, (void *)w_execvp},
+    {"execvpe", NULL, (void *)w_execvpe},
+    {"fexecve", NULL, (void *)w_fexecve},
+    {"posix_spawn", NULL, (void *)w_posix_spawn},
+    {"posix_spawnp", NULL, (void *)w_posix_spawnp},
+    {"system", NULL, (void *)w_system},
+};
+
+/* Every object but strata's own and the runtimes (base/gotpatch.h). */
+static int keep(const struct dl_phdr_info *obj, void *arg)
+{
+    (void)arg;
+    return !st_got_holds(obj, (const void *)w_execv) && !st_got_runtime(obj);
+}
+
+/* ------------------------------------------------------------------------- */
+
+void st_pyspawn_prepare(void)
+{
+    PyObject *m = PyImport_ImportModule("_posixsubprocess");
+    Py_XDECREF(m);
+    PyErr_Clear(); /* a platform without it starts programs otherwise */
+}
+
+int st_pyspawn_watch(st_pyspawn_fn started, st_pyspawn_child_fn child)
+{
+    sw.started = NULL;
+    if (!started)
         return 0;
     PyObject *exe = PySys_GetObject("executable"); /* borrowed */
-    char *e = exe ? word(exe) : NULL;
-    if (!e || !realpath(e, own_exe))
-        own_exe[0] = '\0';
-    free(e);
-    if (PySys_AddAuditHook(hook, NULL) < 0) {
-        PyErr_Clear();
-        started_cb = NULL;
+    PyObject *b = exe && PyUnicode_Check(exe) ? PyUnicode_EncodeFSDefault(exe) : NULL;
+    if (!b || stat(PyBytes_AS_STRING(b), &sw.own) != 0)
+        memset(&sw.own, 0, sizeof sw.own);
+    Py_XDECREF(b);
+    PyErr_Clear();
+    sw.pid = (long)getpid();
+    sw.child = child;
+    /* again at each watch (a followed child's session): objects loaded since */
+    if (st_got_redirect(redirects, sizeof redirects / sizeof *redirects, keep, NULL) < 0)
         return -1;
-    }
-    hooked = 1;
+    sw.started = started;
     return 0;
 }

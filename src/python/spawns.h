@@ -1,34 +1,57 @@
 /* The programs a followed run starts that strata does not follow, named in the
- * tree's record (docs/usage.md "Child processes").
+ * tree's record (docs/usage.md "Child processes"), and the exec that ends a run.
  *
  * Design note. A child that runs this installation's Python, with the run's
- * environment, follows itself (strata-children.pth). The others need naming by the
- * process that starts them, which alone knows their command line. CPython raises an
- * audit event before it starts a program: "subprocess.Popen" (executable, args,
- * cwd, env), "os.posix_spawn" (path, argv, env), "os.exec" (path, args, env) and
- * "os.system" (command). A C audit hook (PySys_AddAuditHook: no Python code runs,
- * so nothing of it shows in the profile) looks at those four and lets every other
- * event pass at the cost of one comparison of its name. For each start it finds the
- * program as the kernel will (PATH, the call's cwd), reads its first bytes (a
- * script's `#!` line, through `env`), and when that is not a Python interpreter
- * (python, python3, python3.14t, or this process's own executable), or it is one
- * but gets an environment without strata's variable (`env={...}`), it tells
- * `started(pid, argv, why)`, pid 0 where the start is not done yet (Popen,
- * posix_spawn, system: the pid is not known to the hook). An exec is always told,
- * with the process's own pid, and why NULL when the program is one that follows
- * (the process's Python run ends there either way). A program that cannot be found
- * is not told (the start fails). A hook cannot be taken out: it is added once per
- * process and does nothing while no callback is set. The GIL is held. */
+ * environment, follows itself (strata-children.pth). The others need naming by
+ * whoever knows their command line. CPython raises an audit event before it starts
+ * a program, but any audit hook makes CPython build the arguments of every event it
+ * raises (marshal.loads copies each .pyc it loads): about 1 % of an import-heavy
+ * run (docs/performance.md). So strata watches the C library instead: the calls to
+ * execv, execve, execvp, execvpe, fexecve, posix_spawn, posix_spawnp and system
+ * that the interpreter and the shared objects loaded with it make are redirected
+ * to wrappers here by rewriting their offset tables (base/gotpatch.h; the C
+ * library, the dynamic linker, the sanitizers' runtimes and strata are left
+ * alone). `_posixsubprocess`, which subprocess starts programs with, is loaded
+ * first where it is a shared object of its own, so that its calls are redirected
+ * too; objects loaded later are not (a C extension that starts programs itself).
+ *
+ * Each start finds the program as the kernel will (PATH, the current folder), reads
+ * its first bytes (a script's `#!` line, through `env`), and judges it: followed
+ * when it is a Python interpreter (python, python3, python3.14t, or this process's
+ * own executable) and its environment carries strata's variable, else not followed,
+ * and why. Where it is told:
+ *   - an exec by the watched process itself (os.execv and the like, GIL held):
+ *     `started(own pid, argv, why)`, why NULL when the program follows; the run's
+ *     Python part ends there either way (the results are written first);
+ *   - an exec by a child of it, between fork (or vfork) and exec (subprocess's
+ *     children, a fork that execs): the child writes the program's line into
+ *     the tree's record itself, `child(pid, parent, argv, why)`, with its own pid;
+ *     this must not allocate nor lock (a child of vfork shares the parent's memory),
+ *     and nothing here does: the judging uses system calls and buffers on the stack;
+ *   - posix_spawn (os.posix_spawn, and subprocess where it can use it):
+ *     `started(its pid, ...)` once the program started;
+ *   - system (os.system): `started(0, {"/bin/sh", "-c", command}, "not Python")`
+ *     before the shell starts; a Python program it runs is followed by itself.
+ * A program that cannot be found is not told (the start fails). Calls from threads
+ * other than the watched process's Python threads are told all the same, except an
+ * exec without the GIL (C code's): its program is told, its run's results are not
+ * written (they need the interpreter). */
 #ifndef STRATA_PYTHON_SPAWNS_H
 #define STRATA_PYTHON_SPAWNS_H
 
 #include <stddef.h>
 
 typedef void (*st_pyspawn_fn)(long pid, char *const *argv, size_t argc, const char *why);
+typedef void (*st_pyspawn_child_fn)(long pid, long parent, char *const *argv, size_t argc,
+                                    const char *why);
 
-/* Watches the starts of programs from now on, telling `started` of the ones not
- * followed and of every exec; NULL stops. 0, or -1 when the hook cannot be added
- * (the run goes on without). */
-int st_pyspawn_watch(st_pyspawn_fn started);
+/* Loads what starts programs (`_posixsubprocess`) before a session starts, so that
+ * its loading is not profiled. GIL held. */
+void st_pyspawn_prepare(void);
+
+/* Watches the starts of programs from now on in this process (its pid: the
+ * watched one), telling `started` and `child` as above; NULL stops. 0, or -1 when
+ * the calls cannot be redirected (the run goes on without). GIL held. */
+int st_pyspawn_watch(st_pyspawn_fn started, st_pyspawn_child_fn child);
 
 #endif

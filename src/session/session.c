@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -383,34 +384,73 @@ int st_tree_read(const char *tree, st_tree_proc_t **out, size_t *n)
     return 0;
 }
 
-/* Appends one record line to the tree's processes.jsonl, in one write (processes
- * never interleave); a line that cannot be written loses that line only. */
+/* A line of the tree's record into b: a followed process (folder) or one not
+ * followed (why). No allocation where b's memory is the caller's. */
+static void format_line(st_strbuf_t *b, long pid, long parent, const char *folder,
+                        const char *why, char *const *command, size_t ncommand)
+{
+    st_strbuf_puts(b, "{\"pid\": ");
+    st_strbuf_u64(b, (uint64_t)(pid > 0 ? pid : 0));
+    st_strbuf_puts(b, ", \"parent\": ");
+    st_strbuf_u64(b, (uint64_t)(parent > 0 ? parent : 0));
+    st_strbuf_puts(b, ", ");
+    if (folder) {
+        st_strbuf_puts(b, "\"folder\": ");
+        st_strbuf_json_string(b, folder);
+    } else {
+        st_strbuf_puts(b, "\"not_followed\": ");
+        st_strbuf_json_string(b, why);
+    }
+    st_strbuf_puts(b, ", \"command\": ");
+    st_strbuf_json_strings(b, (const char *const *)command, ncommand);
+    st_strbuf_puts(b, "}\n");
+}
+
+/* Appends b's line to the tree's record in one write (processes writing at once
+ * never mix their lines); nothing when b failed. No allocation. */
+static void append_line(const char *tree, const st_strbuf_t *b)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" TREE_RECORD, tree);
+    int fd = b->failed ? -1 : open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        ssize_t w = write(fd, b->data, b->len);
+        (void)w;
+        close(fd);
+    }
+}
+
+/* Appends one record line to the tree's processes.jsonl; a line that cannot be
+ * written loses that line only. */
 static void record_line(const char *tree, long pid, long parent, const char *folder,
                         const char *why, char *const *command, size_t ncommand)
 {
     st_strbuf_t b;
     st_strbuf_init(&b);
-    st_strbuf_printf(&b, "{\"pid\": %ld, \"parent\": %ld, ", pid, parent);
-    if (folder) {
-        st_strbuf_puts(&b, "\"folder\": ");
-        st_strbuf_json_string(&b, folder);
-    } else {
-        st_strbuf_puts(&b, "\"not_followed\": ");
-        st_strbuf_json_string(&b, why);
-    }
-    st_strbuf_puts(&b, ", \"command\": ");
-    st_strbuf_json_strings(&b, (const char *const *)command, ncommand);
-    st_strbuf_puts(&b, "}\n");
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/" TREE_RECORD, tree);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0 && !b.failed) {
-        ssize_t w = write(fd, st_strbuf_cstr(&b), b.len);
-        (void)w;
-    }
-    if (fd >= 0)
-        close(fd);
+    format_line(&b, pid, parent, folder, why, command, ncommand);
+    append_line(tree, &b);
     st_strbuf_free(&b);
+}
+
+void st_session_record_not_followed(const char *tree, long pid, long parent, const char *why,
+                                    char *const *command, size_t ncommand)
+{
+    if (!tree || !*tree)
+        return;
+    /* the line's longest: every byte escaped as \\u00XX, and the fixed text */
+    size_t need = 6 * strlen(why) + 256;
+    for (size_t i = 0; i < ncommand; i++)
+        need += 6 * strlen(command[i]) + 4;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    need = (need + page - 1) / page * page;
+    void *mem = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return;
+    st_strbuf_t b;
+    st_strbuf_init_fixed(&b, mem, need);
+    format_line(&b, pid, parent, NULL, why, command, ncommand);
+    append_line(tree, &b);
+    munmap(mem, need);
 }
 
 void st_session_follow(st_session_t *s, const char *tree, long parent)

@@ -125,6 +125,13 @@ void st_tree_free(st_tree_proc_t *v, size_t n);
  * top, says on the terminal how many processes were profiled. */
 void st_session_follow(st_session_t *s, const char *tree, long parent);
 
+/* The same line written by the process that is about to become the program (a
+ * child between fork and exec), into the record of the tree whose top run writes
+ * into `tree` ("": nothing): no allocation, no lock (its buffer is a mapping of its
+ * own), so that a child of vfork may call it. */
+void st_session_record_not_followed(const char *tree, long pid, long parent, const char *why,
+                                    char *const *command, size_t ncommand);
+
 /* A process this run starts (or becomes, by exec) that the tree does not follow:
  * named in the tree's record with its command line and why (pid 0 when not known).
  * Nothing when the run is not part of a followed tree. */
