@@ -312,6 +312,51 @@ def test_programs_not_followed_are_named(runner: Runner):
     assert f"process-{fork_pid[0]}/ (then it ran another program)" in tree, tree
 
 
+def test_programs_named_with_their_pids(runner: Runner):
+    """The programs a run starts are named from the C library's calls, as the
+    interpreter makes them: os.posix_spawn's program with the pid it returned, a
+    program given as a pathlib path by its text, a control character escaped, and
+    a program started from another thread; each with its own pid. Output and
+    statuses are plain python's."""
+    runner.write("spawn.py", """
+        import os
+        import pathlib
+        import subprocess
+        import threading
+
+        pid = os.posix_spawn("/bin/echo", ["echo", "spawned"], os.environ)
+        print("status:", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+        print("spawned pid:", pid, flush=True)
+        subprocess.run([pathlib.Path("/bin/echo"), "a path"])
+        subprocess.run(["/bin/echo", "a\\ttab"])
+
+        def start():
+            subprocess.run(["/bin/true"])
+
+        t = threading.Thread(target=start)
+        t.start()
+        t.join()
+    """)
+    plain = runner.plain("spawn.py")
+    res = runner.strata("-o", "out", "spawn.py")
+    assert res.returncode == plain.returncode == 0, res.describe()
+
+    def without_pid(out):
+        return [line for line in out.splitlines() if not line.startswith("spawned pid:")]
+    assert without_pid(res.stdout) == without_pid(plain.stdout), res.describe()
+    spawned = int(res.stdout.split("spawned pid:")[1].split()[0])
+    records = [json.loads(line)
+               for line in (runner.dir / "out" / "processes.jsonl").read_text().splitlines()]
+    named = [(r["command"], r["not_followed"]) for r in records if "not_followed" in r]
+    assert named == [
+        (["echo", "spawned"], "not Python"),
+        (["/bin/echo", "a path"], "not Python"),
+        (["/bin/echo", "a\ttab"], "not Python"),
+        (["/bin/true"], "not Python"),
+    ], named
+    pids = [r["pid"] for r in records if "not_followed" in r]
+    assert pids[0] == spawned and all(p > 0 for p in pids) and len(set(pids)) == 4, pids
+
 
 def test_exec_writes_results(runner: Runner):
     """A run that becomes another program (os.execv) writes what it recorded first,
