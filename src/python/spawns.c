@@ -231,28 +231,33 @@ static int w_fexecve(int fd, char *const argv[], char *const envp[])
     return fexecve(fd, argv, envp);
 }
 
-static int w_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
+
+/* posix_spawn or posix_spawnp (search), told once the program started. */
+static int spawn(spawn_fn real, int search, pid_t *pid, const char *prog,
+                 const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                 char *const argv[], char *const envp[])
 {
     pid_t child = 0;
-    int rc = posix_spawn(&child, path, fa, attr, argv, envp);
+    int rc = real(&child, prog, fa, attr, argv, envp);
     if (pid)
         *pid = child;
     if (rc == 0)
-        after_spawn((long)child, path, 0, argv, envp);
+        after_spawn((long)child, prog, search, argv, envp);
     return rc;
+}
+
+static int w_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return spawn(posix_spawn, 0, pid, path, fa, attr, argv, envp);
 }
 
 static int w_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    pid_t child = 0;
-    int rc = posix_spawnp(&child, file, fa, attr, argv, envp);
-    if (pid)
-        *pid = child;
-    if (rc == 0)
-        after_spawn((long)child, file, 1, argv, envp);
-    return rc;
+    return spawn(posix_spawnp, 1, pid, file, fa, attr, argv, envp);
 }
 
 static int w_system(const char *command)
