@@ -15,14 +15,16 @@ the plain program starts it, plain's / N, and their ratio. Wall time likewise.
 
     python bench/children_bench.py --audit [-n ROUNDS] [--python PY] [--strata S]
 
-What strata's audit hook (src/python/spawns.c: it names the programs that are not
-followed, and writes the results before an exec) adds to every audited event of
-every run: a loop of 2,000,000 calls of sys._getframe (audited: CPython builds the
-event's arguments and calls the hook) and of sys.getrecursionlimit (not audited),
-each run plain and under `strata python` with STRATA_PROFILE=OFF (the hook, no
-profile), round robin; the loops time themselves (process time, ns a call). The
-hook's cost an event: strata's added time on the audited loop less its added time
-on the other (medians).
+What strata adds to every audited event of a run without the profile: once any
+audit hook is installed, CPython builds each event's arguments and calls the hooks.
+strata's used to name the programs that are not followed and write the results
+before an exec; since then those come from the C library's calls
+(src/python/spawns.h), and this checks that no hook came back. A loop of
+2,000,000 calls of sys._getframe (audited) and of sys.getrecursionlimit (not
+audited), each run plain and under `strata python` with STRATA_PROFILE=OFF, round
+robin; the loops time themselves (process time, ns a call). The cost an event:
+strata's added time on the audited loop less its added time on the other
+(medians).
 """
 
 import argparse
@@ -84,7 +86,7 @@ LOOP = textwrap.dedent("""
 
 
 def audit(a):
-    """The audit hook's cost an audited event (see the module's text)."""
+    """What strata adds to an audited event (see the module's text)."""
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         prog = os.path.join(tmp, "loop.py")
@@ -105,12 +107,12 @@ def audit(a):
                         rows.setdefault((which, how), []).append(float(out.stdout))
     med = {k: statistics.median(v) for k, v in rows.items()}
     added = {w: med[(w, "strata")] - med[(w, "plain")] for w in ("audited", "other")}
-    print("| loop | plain, a call | strata (hook only), a call | added |")
+    print("| loop | plain, a call | strata (no profile), a call | added |")
     print("|---|---:|---:|---:|")
     for w, name in (("audited", "sys._getframe (audited)"), ("other", "sys.getrecursionlimit")):
         print(f"| {name} | {med[(w, 'plain')]:.1f} ns | {med[(w, 'strata')]:.1f} ns | "
               f"{added[w]:+.1f} ns |")
-    print(f"\nthe hook an audited event: {added['audited'] - added['other']:.1f} ns "
+    print(f"\nstrata an audited event: {added['audited'] - added['other']:.1f} ns "
           f"(medians of {a.rounds} rounds)")
 
 
@@ -119,7 +121,7 @@ def main():
     ap.add_argument("-n", "--rounds", type=int, default=7)
     ap.add_argument("--children", type=int, default=10)
     ap.add_argument("--audit", action="store_true",
-                    help="measure the audit hook's cost an audited event instead")
+                    help="measure what strata adds to an audited event instead")
     ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
     ap.add_argument("--strata", default=os.path.join(ROOT, ".venv", "bin", "strata"))
     a = ap.parse_args()
