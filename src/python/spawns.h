@@ -34,8 +34,8 @@
  *     before the shell starts; a Python program it runs is followed by itself.
  * A program that cannot be found is not told (the start fails). Calls from threads
  * other than the watched process's Python threads are told all the same, except an
- * exec without the GIL (C code's): its program is told, its run's results are not
- * written (they need the interpreter). */
+ * exec without the GIL (C code's), which is not told at all: telling it would write
+ * the run's results, which needs the interpreter. */
 #ifndef STRATA_PYTHON_SPAWNS_H
 #define STRATA_PYTHON_SPAWNS_H
 
