@@ -100,6 +100,21 @@ static void end_row(st_grid_t *g)
     g->nrows = 0;
 }
 
+/* Streaming: cell col of the open row, its printable text s (len bytes), written at
+ * once; streamed cells come in the order of their columns, and one that does not
+ * fails the table. */
+static void stream_cell(st_grid_t *g, int col, const char *s, size_t len)
+{
+    if (col < g->next) {
+        g->failed = 1;
+        g->out->failed = 1;
+        return;
+    }
+    skip_to(g, col);
+    put_cell(g->out, &g->cols[col], s, len);
+    g->next = col + 1;
+}
+
 /* Sets a cell of the last row from the C string text, of length n (or longer: the
  * text ends at its first NUL, as escaping reads it). */
 static void set_cell(st_grid_t *g, int col, const char *text, size_t n)
@@ -118,16 +133,10 @@ static void set_cell(st_grid_t *g, int col, const char *text, size_t n)
             s = st_strbuf_cstr(&g->text);
             len = g->text.len;
         }
-        if (g->mode == ST_GRID_MEASURE) {
+        if (g->mode == ST_GRID_MEASURE)
             st_grid_widen(g, col, len);
-        } else if (col < g->next) {
-            g->failed = 1; /* streamed cells come in the order of their columns */
-            g->out->failed = 1;
-        } else {
-            skip_to(g, col);
-            put_cell(g->out, &g->cols[col], s, len);
-            g->next = col + 1;
-        }
+        else
+            stream_cell(g, col, s, len);
         if (g->text.failed)
             g->failed = 1;
         return;
@@ -156,14 +165,10 @@ static void set_cell(st_grid_t *g, int col, const char *text, size_t n)
 /* A cell of printable text (a number's): what set_cell does, without its escaping. */
 static void set_plain(st_grid_t *g, int col, const char *text, size_t n)
 {
-    if (g->mode != ST_GRID_STREAM || g->failed || g->nrows == 0 || col < g->next ||
-        col >= g->ncols) {
+    if (g->mode == ST_GRID_STREAM && !g->failed && g->nrows && col >= 0 && col < g->ncols)
+        stream_cell(g, col, text, n);
+    else
         set_cell(g, col, text, n);
-        return;
-    }
-    skip_to(g, col);
-    put_cell(g->out, &g->cols[col], text, n);
-    g->next = col + 1;
 }
 
 void st_grid_cell_uint(st_grid_t *g, int col, uint64_t v)
