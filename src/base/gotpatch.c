@@ -169,6 +169,11 @@ int st_got_runtime(const struct dl_phdr_info *obj)
     return 0;
 }
 
+int st_got_keep_others(const struct dl_phdr_info *obj, void *arg)
+{
+    return !st_got_holds(obj, arg) && !st_got_runtime(obj);
+}
+
 static int count_loads(struct dl_phdr_info *obj, size_t size, void *data)
 {
     (void)size;

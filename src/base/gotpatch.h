@@ -47,6 +47,10 @@ int st_got_has_search_path(const struct dl_phdr_info *obj);
  * calls among themselves pair up, and they run before and under everything). */
 int st_got_runtime(const struct dl_phdr_info *obj);
 
+/* A keep function: every object but the runtimes and the one that holds the address
+ * arg (the caller's own, whose calls are to stay the real ones). */
+int st_got_keep_others(const struct dl_phdr_info *obj, void *arg);
+
 /* How many objects have been loaded in the process so far (the dynamic linker's
  * count): changes when a new one comes. */
 unsigned long long st_got_loads(void);

@@ -425,12 +425,6 @@ static int w_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     return rc;
 }
 
-static int keep_threads(const struct dl_phdr_info *obj, void *arg)
-{
-    (void)arg;
-    return !st_got_holds(obj, (const void *)w_pthread_create) && !st_got_runtime(obj);
-}
-
 /* Ends the maintenance thread (GIL held: released while it takes the GIL to
  * leave). */
 static void stop_maint(void)
@@ -557,7 +551,8 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     s->stack_sampling = 1;
     static const st_got_redirect_t starts = {"pthread_create", NULL, (void *)w_pthread_create};
     atomic_store(&sp.threads_heard, 1);
-    st_got_redirect(&starts, 1, keep_threads, NULL); /* failing: the half-second scans */
+    /* failing: the half-second scans find new threads */
+    st_got_redirect(&starts, 1, st_got_keep_others, (void *)w_pthread_create);
     return 0;
 }
 

@@ -282,13 +282,6 @@ static const st_got_redirect_t redirects[] = {
     {"system", NULL, (void *)w_system},
 };
 
-/* Every object but strata's own and the runtimes (base/gotpatch.h). */
-static int keep(const struct dl_phdr_info *obj, void *arg)
-{
-    (void)arg;
-    return !st_got_holds(obj, (const void *)w_execv) && !st_got_runtime(obj);
-}
-
 /* ------------------------------------------------------------------------- */
 
 void st_pyspawn_prepare(void)
@@ -312,7 +305,8 @@ int st_pyspawn_watch(st_pyspawn_fn started, st_pyspawn_child_fn child)
     sw.pid = (long)getpid();
     sw.child = child;
     /* again at each watch (a followed child's session): objects loaded since */
-    if (st_got_redirect(redirects, sizeof redirects / sizeof *redirects, keep, NULL) < 0)
+    if (st_got_redirect(redirects, sizeof redirects / sizeof *redirects, st_got_keep_others,
+                        (void *)w_execv) < 0)
         return -1;
     sw.started = started;
     return 0;
