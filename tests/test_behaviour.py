@@ -625,6 +625,26 @@ def _(table, results, runner):
     assert table.get("work").count == 1, table.text
 
 
+# The script's frames lie where plain python puts them in the thread's frame memory
+# (chunks of 16 KiB): not above the runner's, which would move them, and with them
+# where a program's calls cross a chunk's end (a chunk mapped and unmapped each time).
+FRAMES_MEMORY = """
+from strata import _strata
+
+def work(n):
+    return _strata._datastack() if n == 0 else work(n - 1)
+
+print("module", _strata._datastack())
+print("nested", work(40))
+print("deep", work(400))
+"""
+
+
+@case("frames_memory_like_plain", argv=["mem.py"], both_forms=True, files={"mem.py": FRAMES_MEMORY})
+def _(table, results, runner):
+    assert table.get("work").count == 2, table.text
+
+
 # Arguments are bytes: any byte passes through to the script, as with plain python,
 # the script's own name included (issue 9 item 13).
 BYTES_ARGS = """
