@@ -265,8 +265,9 @@ def build_floor(tool, info, module="benchfloor"):
     out_dir = os.path.join(BUILD_DIR, info["soabi"])
     target = os.path.join(out_dir, module + info["ext_suffix"])
     tool.ext_dir = out_dir
-    base = os.path.join(BENCH, "floor", "benchfloor.c")  # benchfloortsc.c includes it
-    newest = max(os.path.getmtime(src), os.path.getmtime(base))
+    # benchfloortsc.c includes benchfloor.c; the Python floors include asmain.h
+    deps = [os.path.join(BENCH, "floor", f) for f in ("benchfloor.c", "asmain.h")]
+    newest = max(os.path.getmtime(f) for f in [src] + deps)
     if os.path.exists(target) and os.path.getmtime(target) >= newest:
         return
     os.makedirs(out_dir, exist_ok=True)

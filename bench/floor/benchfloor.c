@@ -26,6 +26,8 @@
 #include <frameobject.h>
 #include <stdint.h>
 
+#include "asmain.h"
+
 /* benchfloortsc.c builds this file again as `benchfloortsc`, whose callbacks read
  * the TSC once an event (the floor of any timing profiler: the event and one clock
  * read, nothing else). */
@@ -128,6 +130,7 @@ uninstall(PyObject *module, PyObject *unused)
 static PyMethodDef methods[] = {
     {"install", install, METH_NOARGS, "Register the empty sys.monitoring callbacks."},
     {"uninstall", uninstall, METH_NOARGS, "Give the tool id back."},
+    FLOOR_RUN_MAIN_DEF,
     {NULL, NULL, 0, NULL},
 };
 
@@ -197,6 +200,7 @@ static PyMethodDef methods[] = {
     {"uninstall", uninstall, METH_NOARGS, "Remove the empty profile hook."},
     {"_thread_bootstrap", (PyCFunction)(void (*)(void))thread_bootstrap, METH_FASTCALL,
      "threading.setprofile target: installs the C hook on the new thread."},
+    FLOOR_RUN_MAIN_DEF,
     {NULL, NULL, 0, NULL},
 };
 

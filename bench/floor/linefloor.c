@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "asmain.h"
+
 static volatile uint64_t last;
 
 static inline uint64_t one_clock_read(void)
@@ -137,6 +139,7 @@ static PyMethodDef methods[] = {
     {"install", install, METH_NOARGS, "Start hearing line events."},
     {"watch", watch, METH_O, "3.12+: line events for this code object."},
     {"uninstall", uninstall, METH_NOARGS, "Stop."},
+    FLOOR_RUN_MAIN_DEF,
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asmain.h"
+
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
@@ -152,6 +154,7 @@ static PyMethodDef methods[] = {
     {"uninstall", uninstall, METH_NOARGS, "delete the calling thread's timer"},
     {"_thread_bootstrap", thread_bootstrap, METH_VARARGS, "arm a new thread's timer"},
     {"signals", signals, METH_NOARGS, "signals handled so far"},
+    FLOOR_RUN_MAIN_DEF,
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

@@ -22,7 +22,7 @@ def main():
     # benchfloor, or benchfloortsc (one TSC read an event): os is loaded at start-up
     floor = __import__(sys.modules["os"].environ.get("FLOOR_MODULE", "benchfloor"))
     del sys.path[0]
-    run_as_main(script, sys.argv[2:], floor.install, floor.uninstall)
+    run_as_main(script, sys.argv[2:], floor.install, floor.uninstall, floor.run_main)
 
 
 main()

@@ -23,7 +23,8 @@ def main():
         return fn
 
     builtins.profile = profile
-    run_as_main(script, sys.argv[2:], linefloor.install, linefloor.uninstall)
+    run_as_main(script, sys.argv[2:], linefloor.install, linefloor.uninstall,
+                linefloor.run_main)
 
 
 main()

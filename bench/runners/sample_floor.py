@@ -26,7 +26,8 @@ def main():
         if os.environ.get("SAMPLEFLOOR_REPORT"):
             sys.stderr.write(f"samplefloor: {samplefloor.signals()} signals\n")
 
-    run_as_main(script, sys.argv[3:], lambda: samplefloor.install(hz), uninstall)
+    run_as_main(script, sys.argv[3:], lambda: samplefloor.install(hz), uninstall,
+                samplefloor.run_main)
 
 
 main()
