@@ -27,8 +27,6 @@ floor_run_main(PyObject *self, PyObject *args)
     PyThreadState *t = PyThreadState_Get();
     _PyStackChunk *chunk = t->datastack_chunk;
     PyObject **top = t->datastack_top, **limit = t->datastack_limit;
-    if (chunk)
-        chunk->top = (size_t)(top - &chunk->data[0]);
     t->datastack_chunk = NULL;
     t->datastack_top = NULL;
     t->datastack_limit = NULL;

@@ -704,8 +704,6 @@ static void hide_caller(PyThreadState *t, hidden_t *h)
     h->chunk = t->datastack_chunk;
     h->top = t->datastack_top;
     h->limit = t->datastack_limit;
-    if (h->chunk) /* where the interpreter looks for the top when it pops back */
-        h->chunk->top = (size_t)(h->top - &h->chunk->data[0]);
     t->datastack_chunk = NULL;
     t->datastack_top = NULL;
     t->datastack_limit = NULL;
