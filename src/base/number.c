@@ -191,16 +191,21 @@ size_t st_num_fixed(char *buf, double v, int precision)
      * digits) is then copied as one block of 24, which t has room for after end */
     char t[64], *end = t + 40, *p = end;
     int k = precision;
-    for (; k >= 2; k -= 2) {
+    for (; k >= 2 && r; k -= 2) {
         const char *d = &digit_pairs[2 * (r % 100)];
         r /= 100;
         *--p = d[1];
         *--p = d[0];
     }
-    if (k) {
+    if (k && r) {
         *--p = (char)('0' + r % 10);
         r /= 10;
+        k--;
     }
+    /* the decimals left are zeros (most of a profile's times are small): one block
+     * of 16 ending at p, of which k stay */
+    memcpy(p - 16, "0000000000000000", 16);
+    p -= k;
     if (precision)
         *--p = '.';
     size_t w = ndigits(r);

@@ -3,6 +3,7 @@
 #include "base/number.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,11 +184,24 @@ void st_grid_cell_uint(st_grid_t *g, int col, uint64_t v)
     set_plain(g, col, text, n);
 }
 
+void st_grid_widen_fixed(st_grid_t *g, int col, int precision, double v)
+{
+    size_t w = st_grid_fixed_width(v, precision);
+    if (w == 0) {
+        char text[24];
+        w = st_num_fixed(text, v, precision);
+    }
+    if (w == 0) { /* printf's (number.h) */
+        int n = snprintf(NULL, 0, "%.*f", precision, v);
+        w = n > 0 ? (size_t)n : 0;
+    }
+    st_grid_widen(g, col, w);
+}
+
 void st_grid_cell_fixed(st_grid_t *g, int col, int precision, double v)
 {
-    size_t w;
-    if (g->mode == ST_GRID_MEASURE && (w = st_grid_fixed_width(v, precision)) > 0) {
-        st_grid_widen(g, col, w);
+    if (g->mode == ST_GRID_MEASURE) {
+        st_grid_widen_fixed(g, col, precision, v);
         return;
     }
     char text[24];

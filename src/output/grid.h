@@ -85,6 +85,10 @@ void st_grid_end(st_grid_t *g);
 /* Streaming, first pass: widens column col for a cell of n bytes of printable text
  * without making the text (what the second pass writes there must be n bytes). */
 void st_grid_widen(st_grid_t *g, int col, size_t n);
+/* Streaming, first pass: widens column col for v as st_grid_cell_fixed writes it
+ * (the widest of a column's values is enough: for values >= 0 the text only grows
+ * with the value). */
+void st_grid_widen_fixed(st_grid_t *g, int col, int precision, double v);
 /* The length of "%llu" of v. */
 size_t st_grid_uint_width(uint64_t v);
 /* The length of "%.*f" of v with `precision` decimals, found without formatting, or

@@ -85,6 +85,36 @@ static void fold_row(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
     st_grid_cell_str(g, 11, "100.0");
 }
 
+/* The timer cells of node n (SUM MEAN MIN MAX VAR STDDEV, then % SELF), in both
+ * passes the same doubles. */
+#define TIMER_CELLS 7
+static void timer_values(const st_model_t *m, const st_model_thread_t *th, int timer, uint32_t n,
+                         uint64_t calls, double v[TIMER_CELLS])
+{
+    const st_tstat_t *a = st_model_tstat(th, timer, n);
+    double sec = m->ns_per_tick[timer] * 1e-9;
+    double mean, var;
+    st_tstat_stats(a, &mean, &var);
+    var *= sec * sec;
+    v[0] = (double)a->sum * sec;
+    v[1] = mean * sec;
+    v[2] = calls ? (double)a->min * sec : 0.0;
+    v[3] = (double)a->max * sec;
+    v[4] = var;
+    v[5] = sqrt(var);
+    v[6] = a->sum ? 100.0 * (double)a->self / (double)a->sum : 0.0;
+}
+
+/* Timer cell i's column and decimals. */
+static int cell_col(int i) { return i < TIMER_CELLS - 1 ? 5 + i : 11; }
+static int cell_precision(int i, int precision) { return i < TIMER_CELLS - 1 ? precision : 1; }
+
+/* The depth cap: what node n calls is one folded row. */
+static int folds(const st_path_t *node)
+{
+    return node->first_child != ST_PATH_NONE && node->depth >= ST_TABLE_MAX_DEPTH;
+}
+
 static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t *th,
                      st_component_t comp, int precision, uint32_t max_indent)
 {
@@ -108,26 +138,14 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
         if (info->timer < 0) {
             st_grid_cell_uint(g, 4, calls);
         } else {
-            const st_tstat_t *a = st_model_tstat(th, info->timer, n);
-            double sec = m->ns_per_tick[info->timer] * 1e-9;
-            double mean, var;
-            st_tstat_stats(a, &mean, &var);
-            var *= sec * sec;
-            double vals[6] = {
-                (double)a->sum * sec,
-                mean * sec,
-                calls ? (double)a->min * sec : 0.0,
-                (double)a->max * sec,
-                var,
-                sqrt(var),
-            };
+            double v[TIMER_CELLS];
+            timer_values(m, th, info->timer, n, calls, v);
             st_grid_cell_str(g, 4, info->units);
-            for (int i = 0; i < 6; i++)
-                st_grid_cell_fixed(g, 5 + i, precision, vals[i]);
-            st_grid_cell_fixed(g, 11, 1, a->sum ? 100.0 * (double)a->self / (double)a->sum : 0.0);
+            for (int i = 0; i < TIMER_CELLS; i++)
+                st_grid_cell_fixed(g, cell_col(i), cell_precision(i, precision), v[i]);
         }
         /* below the depth cap, one row for the rest */
-        if (node->first_child != ST_PATH_NONE && node->depth >= ST_TABLE_MAX_DEPTH) {
+        if (folds(node)) {
             fold_row(g, m, th, n, comp, precision, max_indent, &b);
             st_walk_skip(&w);
         }
@@ -135,6 +153,125 @@ static void add_rows(st_grid_t *g, const st_model_t *m, const st_model_thread_t 
     if (b.failed)
         g->failed = 1;
     st_strbuf_free(&b);
+}
+
+/* The first pass of a timer or count table, without making each row's text: a
+ * column is as wide as its widest cell, and a number column's widest cell is its
+ * largest value's (the text of a value >= 0 only grows with it). So each number
+ * column keeps its largest value, each label's text is measured once, and the
+ * widths are set at the end. Values below 0, infinite or NaN (none in a profile)
+ * and the folded rows are measured as they come, as add_rows measures them. */
+typedef struct {
+    uint64_t calls;
+    uint32_t depth;
+    double top[TIMER_CELLS];       /* -1: no value yet */
+    uint32_t *label_width;         /* per label id: the width of its text + 1; 0: not yet */
+    uint32_t nlabels;
+    size_t rows;
+    st_strbuf_t b;
+} measure_t;
+
+/* The width of the label cell's text after its head (set_cell escapes a text that
+ * is not plain once more). */
+static size_t label_width(measure_t *ms, const st_model_t *m, uint32_t label)
+{
+    uint32_t *known = label < ms->nlabels ? &ms->label_width[label] : NULL;
+    if (known && *known)
+        return *known - 1;
+    st_strbuf_reset(&ms->b);
+    put_label(&ms->b, st_name_text(m, label));
+    size_t w = ms->b.len;
+    if (st_text_plain_run(st_strbuf_cstr(&ms->b), w, 0) != w) {
+        st_strbuf_t e;
+        st_strbuf_init(&e);
+        st_strbuf_printable(&e, st_strbuf_cstr(&ms->b));
+        w = e.len;
+        st_strbuf_free(&e);
+    }
+    if (known && w < UINT32_MAX)
+        *known = (uint32_t)w + 1;
+    return w;
+}
+
+/* The width of put_head's text. */
+static size_t head_width(const st_model_thread_t *th, uint32_t depth, uint32_t max_indent)
+{
+    size_t w = 1 + st_grid_uint_width(th->index) + 4;
+    if (depth > 0)
+        w += 2 * (size_t)(depth - 1 < max_indent ? depth - 1 : max_indent) + 2;
+    return w;
+}
+
+static void measure_rows(st_grid_t *g, measure_t *ms, const st_model_t *m,
+                         const st_model_thread_t *th, st_component_t comp, int precision,
+                         uint32_t max_indent)
+{
+    const st_pathtab_t *t = th->paths;
+    const st_component_info_t *info = st_component_info(comp);
+    st_walk_t w;
+    st_walk_begin(&w, t, 0);
+    while (!g->failed && st_walk_pre(&w)) {
+        uint32_t n = w.node;
+        const st_path_t *node = &t->nodes[n];
+        uint64_t calls = st_model_calls(th, n);
+        ms->rows++;
+        st_grid_widen(g, 0, head_width(th, node->depth, max_indent) +
+                                label_width(ms, m, node->label));
+        if (calls > ms->calls)
+            ms->calls = calls;
+        if (node->depth > ms->depth)
+            ms->depth = node->depth;
+        if (info->timer >= 0) {
+            double v[TIMER_CELLS];
+            timer_values(m, th, info->timer, n, calls, v);
+            for (int i = 0; i < TIMER_CELLS; i++) {
+                if (v[i] >= 0 && isfinite(v[i]) && !signbit(v[i]))
+                    ms->top[i] = v[i] > ms->top[i] ? v[i] : ms->top[i];
+                else
+                    st_grid_widen_fixed(g, cell_col(i), cell_precision(i, precision), v[i]);
+            }
+        }
+        if (folds(node)) {
+            st_strbuf_reset(&ms->b);
+            fold_row(g, m, th, n, comp, precision, max_indent, &ms->b);
+            st_walk_skip(&w);
+        }
+    }
+    if (ms->b.failed)
+        g->failed = 1;
+}
+
+static void measure_begin(measure_t *ms, const st_model_t *m)
+{
+    memset(ms, 0, sizeof *ms);
+    for (int i = 0; i < TIMER_CELLS; i++)
+        ms->top[i] = -1;
+    st_strbuf_init(&ms->b);
+    ms->nlabels = m->labels ? st_intern_count(m->labels) : 0;
+    ms->label_width = ms->nlabels ? calloc(ms->nlabels, sizeof *ms->label_width) : NULL;
+    if (!ms->label_width)
+        ms->nlabels = 0; /* each label measured at each of its rows */
+}
+
+/* The widths measure_rows found, given to the columns; frees what it kept. */
+static void measure_end(st_grid_t *g, measure_t *ms, st_component_t comp, int precision)
+{
+    const st_component_info_t *info = st_component_info(comp);
+    free(ms->label_width);
+    st_strbuf_free(&ms->b);
+    if (!ms->rows)
+        return;
+    st_grid_widen(g, 1, st_grid_uint_width(ms->calls));
+    st_grid_widen(g, 2, st_grid_uint_width(ms->depth));
+    st_grid_widen(g, 3, strlen(info->name));
+    if (info->timer < 0) {
+        st_grid_widen(g, 4, st_grid_uint_width(ms->calls));
+        return;
+    }
+    st_grid_widen(g, 4, strlen(info->units));
+    for (int i = 0; i < TIMER_CELLS; i++)
+        if (ms->top[i] >= 0)
+            st_grid_widen_fixed(g, cell_col(i), cell_precision(i, precision), ms->top[i]);
 }
 
 /* The columns of a metric table: an index each, -1 where the table has none. A
@@ -167,7 +304,7 @@ static void add_metric_rows(st_grid_t *g, const st_model_t *m, const st_model_th
         const st_path_t *node = &t->nodes[n];
         uint64_t calls = st_model_calls(th, n);
         double own = self[n], total = incl[n];
-        int fold = node->first_child != ST_PATH_NONE && node->depth >= ST_TABLE_MAX_DEPTH;
+        int fold = folds(node);
         for (int row = 0; row <= fold; row++) {
             uint32_t depth = node->depth + (uint32_t)row;
             if (row == 0) {
@@ -297,8 +434,11 @@ void st_table_write(st_strbuf_t *out, const st_model_t *m, st_component_t comp, 
      * it is made, so the table costs one row of memory, not a grid of every row
      * (~150 bytes a node, a third of the call tree). */
     st_grid_measure(&g);
+    measure_t ms;
+    measure_begin(&ms, m);
     for (size_t i = 0; i < m->nthreads; i++)
-        add_rows(&g, m, &m->threads[i], comp, precision, max_indent);
+        measure_rows(&g, &ms, m, &m->threads[i], comp, precision, max_indent);
+    measure_end(&g, &ms, comp, precision);
     st_grid_stream(&g, out, info->title);
     for (size_t i = 0; i < m->nthreads; i++)
         add_rows(&g, m, &m->threads[i], comp, precision, max_indent);

@@ -361,6 +361,152 @@ static void play_call(st_pathtab_t *t, uint32_t label, uint64_t t0, uint64_t t1)
     st_play_free(&p);
 }
 
+/* Checks that every column of a streamed table is exactly as wide as its widest
+ * cell (or its header, or 8): the first pass measures widths without making the
+ * rows' text, and must find what the rows then hold. Every row is as long as the
+ * header row, with a '|' at each column's end. Labels hold no '|' and no trailing
+ * space, so a cell's text is the segment without its padding. */
+static void check_widths(const char *table)
+{
+    const char *lines[4096];
+    size_t lens[4096], n = 0;
+    for (const char *p = table; *p && n < 4096; n++) {
+        const char *e = strchr(p, '\n');
+        if (!e)
+            break;
+        lines[n] = p;
+        lens[n] = (size_t)(e - p);
+        p = e + 1;
+    }
+    CHECK(n >= 6);
+    if (n < 6)
+        return;
+    /* the header row (line 3): the columns' widths */
+    size_t width[16], ncols = 0, head_len[16];
+    const char *h = lines[3];
+    for (size_t at = 0; at + 1 < lens[3] && ncols < 16; ncols++) {
+        const char *e = memchr(h + at + 1, '|', lens[3] - at - 1);
+        CHECK(e != NULL);
+        if (!e)
+            return;
+        width[ncols] = (size_t)(e - (h + at + 1));
+        size_t a = at + 1, b = (size_t)(e - h);
+        while (a < b && h[a] == ' ')
+            a++;
+        while (b > a && h[b - 1] == ' ')
+            b--;
+        head_len[ncols] = b - a;
+        at = (size_t)(e - h);
+    }
+    size_t widest[16] = {0};
+    for (size_t r = 5; r + 1 < n; r++) {
+        const char *row = lines[r];
+        CHECK(lens[r] == lens[3]);
+        if (lens[r] != lens[3])
+            return;
+        size_t at = 0;
+        for (size_t c = 0; c < ncols; c++) {
+            CHECK(row[at] == '|');
+            size_t a = at + 1, b = at + 1 + width[c];
+            while (a < b && row[a] == ' ')
+                a++;
+            while (b > a && row[b - 1] == ' ')
+                b--;
+            /* the label cell starts "|0>>> ": its text is the whole segment's */
+            size_t len = c == 0 ? b - (at + 2) : b - a;
+            if (b > a && len > widest[c])
+                widest[c] = len;
+            at += 1 + width[c];
+        }
+        CHECK(row[at] == '|');
+    }
+    for (size_t c = 0; c < ncols; c++) {
+        size_t want = widest[c] + 2;
+        if (head_len[c] + 2 > want)
+            want = head_len[c] + 2;
+        if (want < 8)
+            want = 8;
+        CHECK(width[c] == want);
+        if (width[c] != want)
+            fprintf(stderr, "  column %zu: width %zu, widest cell %zu\n", c, width[c], widest[c]);
+    }
+}
+
+/* Tables of random trees: labels that need escaping, UTF-8, long ones cut, times
+ * from one tick to 10^15 at several tick lengths, a recursion past the depth cap. */
+static void test_table_widths(void)
+{
+    static const char *names[] = {"f", "a_rather_long_function_name_of_a_module.method", "caf\xc3\xa9",
+                                  "bell\x07rings", "tab\tand\x1b[31mred", "x"};
+    st_intern_t labels;
+    st_intern_init(&labels);
+    uint32_t ids[8];
+    for (int i = 0; i < 6; i++)
+        st_intern_id(&labels, names[i], strlen(names[i]), &ids[i]);
+    char longname[300];
+    memset(longname, 'L', sizeof longname);
+    st_intern_id(&labels, longname, sizeof longname, &ids[6]);
+    st_metrics_t reg;
+    st_metrics_init(&reg);
+    CHECK(st_play_metrics(&reg) == 0);
+    st_settings_t s;
+    st_settings_init(&s);
+    uint64_t seed = 12345;
+    for (int round = 0; round < 12; round++) {
+        st_pathtab_t t;
+        st_pathtab_init(&t, &reg, 0);
+        st_play_t p;
+        st_play_init(&p, &t, 2);
+        uint64_t now = 0;
+        int depth = 0, deep = round % 4 == 3;
+        for (int step = 0; step < 3000; step++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t rnd = (uint32_t)(seed >> 33);
+            /* a tick count of 1 to 10^15: a random power of ten times a digit */
+            uint64_t dt = 1;
+            for (uint32_t k = rnd % 16; k > 0; k--)
+                dt *= 10;
+            dt *= 1 + (rnd >> 8) % 9;
+            now += dt;
+            uint64_t at[2] = {now, now / 3};
+            int enter = deep ? step < 600 : depth == 0 || (depth < 40 && (rnd >> 4) % 2);
+            if (enter) {
+                CHECK(st_play_enter(&p, ids[(rnd >> 12) % 7], at) == 0);
+                depth++;
+            } else if (depth > 0) {
+                CHECK(st_play_exit(&p, at) == 0);
+                depth--;
+            }
+        }
+        for (; depth > 0; depth--) {
+            uint64_t at[2] = {now + 1, now / 3 + 1};
+            CHECK(st_play_exit(&p, at) == 0);
+        }
+        st_play_free(&p);
+        static const double ticks[] = {1.0, 0.37, 1000.0};
+        st_model_thread_t th = {.paths = &t, .index = (uint32_t)round, .tid = 1, .name = "T"};
+        st_model_t m = {.labels = &labels, .threads = &th, .nthreads = 1, .metrics = &reg,
+                        .settings = &s,
+                        .ns_per_tick = {ticks[round % 3], ticks[(round + 1) % 3]},
+                        .components = 7};
+        static const st_component_t comps[] = {ST_COMP_WALL_CLOCK, ST_COMP_CPU_CLOCK,
+                                               ST_COMP_TRIP_COUNT};
+        for (int c = 0; c < 3; c++) {
+            st_strbuf_t b;
+            st_strbuf_init(&b);
+            st_table_write(&b, &m, comps[c], round % 2 ? 3 : 6);
+            check_widths(st_strbuf_cstr(&b));
+            if (deep)
+                CHECK(strstr(st_strbuf_cstr(&b), "deeper nodes (folded)") != NULL);
+            st_strbuf_free(&b);
+        }
+        st_pathtab_free(&t);
+    }
+    st_settings_free(&s);
+    st_metrics_free(&reg);
+    st_intern_free(&labels);
+}
+
 static void test_table(void)
 {
     st_intern_t labels;
@@ -772,6 +918,7 @@ int main(void)
     test_filter();
     test_walk();
     test_table();
+    test_table_widths();
     test_numbers();
     test_number_text();
     test_number_g17();
