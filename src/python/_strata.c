@@ -48,6 +48,7 @@ static int apply_settings(st_msg_t *msg)
     const st_settings_t *s = &st_py.settings;
     st_py.builtin_mode = st_settings_bool(s, ST_S_BUILTIN);
     st_py.trace_c = st_settings_bool(s, ST_S_TRACE_C);
+    st_py.trace_c_ever |= st_py.trace_c;
     st_py.label_args = st_settings_has(s, ST_S_LABEL, "args");
     st_py.label_file = st_settings_has(s, ST_S_LABEL, "file");
     st_py.label_line = st_settings_has(s, ST_S_LABEL, "line");

@@ -240,8 +240,11 @@ static inline __attribute__((always_inline)) int py_return_event(PyFrameObject *
     if (!ts)
         return 0;
     /* A C call of this frame still open is one whose end went to another hook
-     * (the program's, while it held the thread): it is over. */
-    if (__builtin_expect(ts->th && st_rec_top_key(ts->th) == (const char *)frame + 1, 0))
+     * (the program's, while it held the thread): it is over. (No C call is open in
+     * a run that never recorded one.) */
+    if (__builtin_expect(st_py.trace_c_ever && ts->th &&
+                             st_rec_top_key(ts->th) == (const char *)frame + 1,
+                         0))
         on_c_return(ts, (const char *)frame + 1, tracing);
     on_return(ts, frame, tracing);
     return 0;
@@ -260,7 +263,8 @@ static inline __attribute__((always_inline)) int c_call_event(PyFrameObject *fra
 }
 
 /* Closes the recorded C call on top (out of line: most C calls are not recorded,
- * and their ends then cost no stack frame). */
+ * and their ends then cost no stack frame). Without --trace-c at any time in the
+ * run no C call was recorded: the hook then answers their ends at once. */
 static __attribute__((noinline)) int close_c_call(st_pythread_t *ts, const void *key,
                                                   int tracing)
 {
@@ -310,7 +314,7 @@ static inline __attribute__((always_inline)) int c_exit_event(PyFrameObject *fra
             return st_py.trace_c ? name##_c_call(frame, arg) : 0;                           \
         case PyTrace_C_RETURN:                                                              \
         case PyTrace_C_EXCEPTION:                                                           \
-            return name##_c_exit(frame);                                                    \
+            return st_py.trace_c_ever ? name##_c_exit(frame) : 0;                           \
         default:                                                                            \
             return 0;                                                                       \
         }                                                                                   \

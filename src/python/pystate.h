@@ -97,6 +97,7 @@ typedef struct {
     uint32_t gen;
     /* settings unpacked for the hot path */
     int builtin_mode, trace_c, label_args, label_file, label_line, full_filepath;
+    int trace_c_ever;         /* trace_c was on at some time: C calls may be open */
     int include_internal, verbose;
     int lines;                /* --lines or --memory: follow chosen functions' lines */
     int line_time;            /* --lines: time them */
