@@ -845,7 +845,7 @@ static PyObject *mark(PyObject *fn, uint8_t bit)
     if (!ci)
         return PyErr_NoMemory();
     ci->marks |= bit;
-    code_fast_update(ci);
+    code_fast_update(ci, (PyCodeObject *)code);
     if (ci->disabled && st_py.running)
         st_pybackend_refresh(); /* its events were switched off as unmarked */
     Py_RETURN_NONE;
@@ -1325,7 +1325,8 @@ PyMODINIT_FUNC PyInit__strata(void)
     if (!m)
         return NULL;
     st_py.extra_index = request_extra_index(free);
-    if (st_py.extra_index < 0) {
+    st_py.hot_index = request_extra_index(NULL);
+    if (st_py.extra_index < 0 || st_py.hot_index < 0) {
         Py_DECREF(m);
         PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot");
         return NULL;

@@ -189,12 +189,14 @@ static inline __attribute__((always_inline)) int on_call(st_pythread_t *ts, PyCo
 {
     st_rec_thread_t *th = ts->th;
     codeinfo_t *ci;
-    if (__builtin_expect(thread_plain(ts), 1) && (ci = stored_info(co))) {
-        if (__builtin_expect(ci->fast == st_py.gen && th && !ts->unnamed, 1)) {
-            st_rec_enter_t(th, ci->label, key, tracing);
+    if (__builtin_expect(thread_plain(ts), 1)) {
+        uint64_t hot = stored_hot(co);
+        if (__builtin_expect((uint32_t)(hot >> 32) == st_py.gen && th && !ts->unnamed, 1)) {
+            st_rec_enter_t(th, (uint32_t)hot, key, tracing);
             return 0;
         }
-        if (ci->gen == st_py.gen && !ci->keep && !(ci->marks & MARK_NOPROFILE)) {
+        if ((ci = stored_info(co)) && ci->gen == st_py.gen && !ci->keep &&
+            !(ci->marks & MARK_NOPROFILE)) {
             /* left out (3.11: a lambda, a comprehension, every call) */
             ts->skipped_events += code_skipped(ci);
             return code_skipped(ci);

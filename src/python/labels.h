@@ -47,6 +47,33 @@ static inline codeinfo_t *stored_info(PyCodeObject *co)
                                                  : NULL;
 }
 
+/* The code's hot word, read on every call: gen << 32 | label while its calls are
+ * recorded by the common case (kept, labelled, label not dynamic, not marked
+ * @noprofile) in generation gen, else 0. In the extra slot beside the codeinfo's
+ * pointer, so that the common case reads no codeinfo_t (a cache miss a call, on
+ * programs of many functions). Written directly as it is read: strata takes both
+ * slots when it loads, before it sets any, so every code object's extras hold
+ * both. */
+static inline uint64_t stored_hot(PyCodeObject *co)
+{
+    Py_ssize_t *extra = co->co_extra;
+    return extra && st_py.hot_index < extra[0]
+               ? (uint64_t)((uintptr_t *)(extra + 1))[st_py.hot_index]
+               : 0;
+}
+
+/* Sets co's hot word from ci's fields; after any of them changes. */
+static inline void code_fast_update(codeinfo_t *ci, PyCodeObject *co)
+{
+    uint64_t hot = ci->keep && !ci->dynamic && ci->label != ST_PATH_NONE &&
+                           !(ci->marks & MARK_NOPROFILE)
+                       ? (uint64_t)ci->gen << 32 | ci->label
+                       : 0;
+    Py_ssize_t *extra = co->co_extra;
+    if (extra && st_py.hot_index < extra[0])
+        ((uintptr_t *)(extra + 1))[st_py.hot_index] = (uintptr_t)hot;
+}
+
 /* The code's information if it is of the current generation. */
 static inline codeinfo_t *cached_info(PyCodeObject *co)
 {

@@ -41,9 +41,6 @@ enum { MARK_PROFILE = 1, MARK_NOPROFILE = 2 };
 
 typedef struct {
     uint32_t gen;       /* generation of settings it was computed for */
-    uint32_t fast;      /* gen while a call is recorded by the common case (kept,
-                         * labelled, label not dynamic, not marked @noprofile), else 0:
-                         * one comparison on the hot path (code_fast_update) */
     uint32_t label;     /* interned label (static labels); ST_PATH_NONE until a thread
                          * first records a call (st_pylabel_resolve) */
     uint8_t keep;       /* 1: record calls */
@@ -57,15 +54,6 @@ typedef struct {
     uint8_t lines;      /* 1: its lines are timed (--lines; ltab is its table) */
     struct st_pyltab *ltab; /* its line table once chosen, kept across generations */
 } codeinfo_t;
-
-/* Sets ci->fast from the fields it sums up; after any of them changes. */
-static inline void code_fast_update(codeinfo_t *ci)
-{
-    ci->fast = ci->keep && !ci->dynamic && ci->label != ST_PATH_NONE &&
-                       !(ci->marks & MARK_NOPROFILE)
-                   ? ci->gen
-                   : 0;
-}
 
 /* No thread may record a call of this code, whatever its state: its events can be
  * switched off until the settings change. */
@@ -107,7 +95,8 @@ typedef struct {
     int tracing;              /* threads record timelines (the recorder's trace) */
     char internal_dir[PATH_MAX];
     size_t internal_len;
-    Py_ssize_t extra_index;
+    Py_ssize_t extra_index;   /* the code objects' extra slot for their codeinfo_t */
+    Py_ssize_t hot_index;     /* and for their hot word (labels.h) */
     PyObject *threads;        /* list of st_pythread_t, keeps them alive */
     PyObject *bootstrap;      /* the threading.setprofile trampoline (3.11) */
     int threading_due;        /* 3.11: threading is being imported, and its profile
