@@ -562,7 +562,8 @@ static int read_stacks(reader_t *r)
             const char *name;
             uint64_t *v;
         } counts[] = {{"threads", &st->threads},       {"samples", &st->signals},
-                      {"periods", &st->periods},       {"lost", &st->lost},
+                      {"periods", &st->periods},       {"promised_periods", &st->promised},
+                      {"lost", &st->lost},
                       {"unreadable", &st->unreadable}, {"no_python", &st->no_python},
                       {"unnamed_frames", &st->unnamed}, {"left_out", &st->left_out},
                       {"delayed", &st->delayed}};

@@ -256,6 +256,7 @@ static int merge_run_sections(st_profile_t *out, const st_model_t *m, int *sat)
         o->threads = sat_add(o->threads, x->threads, sat);
         o->signals = sat_add(o->signals, x->signals, sat);
         o->periods = sat_add(o->periods, x->periods, sat);
+        o->promised = sat_add(o->promised, x->promised, sat);
         o->lost = sat_add(o->lost, x->lost, sat);
         o->unreadable = sat_add(o->unreadable, x->unreadable, sat);
         o->no_python = sat_add(o->no_python, x->no_python, sat);

@@ -40,6 +40,12 @@ typedef struct {
     uint64_t threads;           /* threads sampled */
     uint64_t signals;           /* samples taken (timer signals handled) */
     uint64_t periods;           /* periods they stand for (1 + the timers' overruns) */
+    uint64_t promised;          /* periods the threads' sampled time stands for at the
+                                 * rate asked (each thread's clock from its timer's
+                                 * start to the end, or to its own end): `periods`
+                                 * falls short by what no signal came for (a CPU timer
+                                 * fires at the kernel's tick, and a thread's last
+                                 * part period goes with it) */
     uint64_t lost;              /* samples not recorded: no buffer room */
     uint64_t unreadable;        /* periods whose stack could not be read */
     uint64_t no_python;         /* periods when the thread ran no Python code */

@@ -317,11 +317,13 @@ static void write_stacks(st_strbuf_t *out, const st_model_t *m)
     st_strbuf_json_string(out, st->clock ? st->clock : "");
     st_strbuf_printf(out,
                      ", \"threads\": %llu, \"samples\": %llu, \"periods\": %llu, "
+                     "\"promised_periods\": %llu, "
                      "\"lost\": %llu, \"unreadable\": %llu, \"no_python\": %llu, "
                      "\"unnamed_frames\": %llu, \"left_out\": %llu, \"delayed\": %llu, "
                      "\"sampler_cpu_s\": %.17g",
                      (unsigned long long)st->threads, (unsigned long long)st->signals,
-                     (unsigned long long)st->periods, (unsigned long long)st->lost,
+                     (unsigned long long)st->periods, (unsigned long long)st->promised,
+                     (unsigned long long)st->lost,
                      (unsigned long long)st->unreadable, (unsigned long long)st->no_python,
                      (unsigned long long)st->unnamed, (unsigned long long)st->left_out,
                      (unsigned long long)st->delayed, json_number(st->self_cpu_s));

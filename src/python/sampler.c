@@ -51,9 +51,13 @@
 
 /* One sampled thread's own state (its st_sthread_t's ctx). */
 typedef struct {
-    PyThreadState *tstate;
+    PyThreadState *tstate;       /* read and written with __atomic (the handler of a
+                                  * thread armed at its start finds it: see own) */
     unsigned long ident;         /* its Python id (threading's) when last scanned: it
                                   * names the thread after its state is gone */
+    int own;                     /* armed by the thread itself when it started
+                                  * (boot_thread), before it had a thread state; it
+                                  * drops itself when it ends (own_end) */
     st_unwind_thread_t uw;       /* --native: its stack, for the unwinder */
 } pythread_t;
 
@@ -121,9 +125,18 @@ static int walk(st_sthread_t *t, void *ucontext, uint32_t *ids, int cap)
             n = 0;
         }
     }
+    PyThreadState *ts = __atomic_load_n(&p->tstate, __ATOMIC_ACQUIRE);
+    if (!ts && p->own) {
+        /* a thread armed at its start: its state once the interpreter gave it one
+         * (its thread-specific slot: one read, no lock); before, no Python frame */
+        ts = PyGILState_GetThisThreadState();
+        if (!ts)
+            return 0;
+        __atomic_store_n(&p->tstate, ts, __ATOMIC_RELEASE);
+    }
     st_pyframe_t fr[ST_EV_MAX_FRAMES];
     int room = cap - n < ST_EV_MAX_FRAMES ? cap - n : ST_EV_MAX_FRAMES;
-    int np = st_pyframes_walk_known(p->tstate, fr, room, known_code, NULL);
+    int np = st_pyframes_walk_known(ts, fr, room, known_code, NULL);
     if (np <= 0)
         return np; /* no Python frame: the thread is not sampled (its C frames alone
                     * would hang from no Python caller) */
@@ -193,13 +206,24 @@ static int on_code_event(PyCodeEvent event, PyCodeObject *co)
 }
 #endif
 
+/* The armed thread of state ts: found by its state, or for a thread armed at its
+ * start whose handler has not met its state yet, by its kernel id (ts is then
+ * bound to it). */
 static st_sthread_t *find_thread(PyThreadState *ts)
 {
     uint32_t n = atomic_load(&stacks.nthreads);
     for (uint32_t i = 0; i < n; i++) {
         st_sthread_t *t = stacks.threads[i];
-        if (((pythread_t *)t->ctx)->tstate == ts && t->slot >= 0)
+        pythread_t *p = t->ctx;
+        if (t->slot < 0)
+            continue;
+        PyThreadState *known = __atomic_load_n(&p->tstate, __ATOMIC_ACQUIRE);
+        if (known == ts)
             return t;
+        if (!known && p->own && t->tid == (uint64_t)ts->native_thread_id) {
+            __atomic_store_n(&p->tstate, ts, __ATOMIC_RELEASE);
+            return t;
+        }
     }
     return NULL;
 }
@@ -211,7 +235,7 @@ static st_sthread_t *add_thread(PyThreadState *ts)
     pythread_t *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    p->tstate = ts;
+    __atomic_store_n(&p->tstate, ts, __ATOMIC_RELEASE);
     if (sp.native) {
         st_msg_t msg;
         int rc = ts == PyThreadState_Get()
@@ -232,7 +256,8 @@ static st_sthread_t *add_thread(PyThreadState *ts)
 static int name_thread(st_sthread_t *t)
 {
     char name[64];
-    int named = st_pythread_name(((pythread_t *)t->ctx)->ident, name, sizeof name);
+    int named = st_pythread_name_native(((pythread_t *)t->ctx)->ident, (unsigned long)t->tid,
+                                        name, sizeof name);
     /* a thread the profile hook follows too is named by it (the same name) */
     if (named || strncmp(t->th->name, "Thread-", 7) == 0)
         st_rec_thread_name(t->th, name);
@@ -293,11 +318,12 @@ static void scan_threads(void)
         if (ts != me)
             scan_thread(ts);
     /* threads that ended: their timers go (the states stay for the handler); one
-     * that ended before threading knew it when it was scanned is named now */
+     * that ended before threading knew it when it was scanned is named now. A
+     * thread armed at its start drops itself (its state may not be made yet). */
     uint32_t n = atomic_load(&stacks.nthreads);
     for (uint32_t i = 0; i < n; i++) {
         st_sthread_t *t = stacks.threads[i];
-        if (t->slot >= 0 && t->seen != sp.scan) {
+        if (t->slot >= 0 && t->seen != sp.scan && !((pythread_t *)t->ctx)->own) {
             st_stacks_drop(&stacks, t);
             if (!t->flags && t->th)
                 t->flags = name_thread(t);
@@ -410,9 +436,9 @@ static int tick(st_stacks_t *s, int phase, void *arg)
 }
 
 /* A thread that starts while sampling runs makes the next ticks come soon, so that
- * it is found within about 20 ms; quiet, they come every 100 ms. The interpreter's
- * calls to pthread_create (and every loaded object's but strata's and the
- * runtimes': base/gotpatch.h) come here. An audit hook would hear 3.12+'s
+ * it is found within about 20 ms; quiet, they come every 100 ms. The calls to
+ * pthread_create of every loaded object but strata's, the runtimes' and the
+ * interpreter's come here (base/gotpatch.h). An audit hook would hear 3.12+'s
  * "cpython.PyThreadState_New", but any audit hook makes CPython build the
  * arguments of every event it raises (spawns.h). Once sampling has stopped the
  * redirection stays, passing calls through. */
@@ -423,6 +449,109 @@ static int w_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     if (rc == 0 && atomic_load_explicit(&sp.threads_heard, memory_order_relaxed))
         st_stacks_maint_hurry(&stacks);
     return rc;
+}
+
+/* The interpreter's threads (threading's, _thread's) are armed by themselves as
+ * they start, before their first bytecode: a scan finds a thread only when the
+ * maintenance thread gets the GIL, which 64 threads that keep it busy hand on in
+ * turn, each for the switch interval; they could all have run and ended by then,
+ * unsampled (a test of 64 threads kept 4 % of their time). The handler finds the
+ * thread's state once the interpreter gives it one. */
+typedef struct {
+    void *(*start)(void *);
+    void *arg;
+} boot_t;
+
+/* What a thread armed at its start keeps for its end (its thread-specific value:
+ * the destructor runs however the thread ends). */
+typedef struct {
+    st_sthread_t *t;
+    uint32_t epoch;
+} own_t;
+
+static pthread_key_t own_key;
+static int own_key_made;
+
+static void own_end(void *arg)
+{
+    own_t *o = arg;
+    st_stacks_drop_own(&stacks, o->t, o->epoch);
+    free(o);
+}
+
+static void make_own_key(void)
+{
+    own_key_made = pthread_key_create(&own_key, own_end) == 0;
+}
+
+/* Arms the calling thread, which is starting (no Python state yet). */
+static void arm_self(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_own_key);
+    pythread_t *p = calloc(1, sizeof *p);
+    own_t *o = malloc(sizeof *o);
+    if (!own_key_made || !p || !o) {
+        free(p);
+        free(o);
+        return; /* a scan finds it */
+    }
+    p->own = 1;
+    p->ident = (unsigned long)pthread_self(); /* PyThread_get_thread_ident's */
+    if (sp.native) {
+        st_msg_t msg;
+        if (st_unwind_thread_init(&p->uw, &msg) < 0)
+            st_stacks_note(&stacks, "%s", msg.text);
+    }
+    o->t = st_stacks_add_own(&stacks, (uint64_t)st_sigsampler_gettid(), p, &o->epoch);
+    if (!o->t) {
+        free(p);
+        free(o);
+        return;
+    }
+    if (pthread_setspecific(own_key, o) != 0)
+        own_end(o);
+}
+
+static void *boot_thread(void *arg)
+{
+    boot_t b = *(boot_t *)arg;
+    free(arg);
+    if (atomic_load_explicit(&sp.threads_heard, memory_order_relaxed))
+        arm_self();
+    return b.start(b.arg);
+}
+
+static int w_pthread_create_py(pthread_t *thread, const pthread_attr_t *attr,
+                               void *(*start)(void *), void *arg)
+{
+    boot_t *b = atomic_load_explicit(&sp.threads_heard, memory_order_relaxed)
+                    ? malloc(sizeof *b)
+                    : NULL;
+    if (!b)
+        return pthread_create(thread, attr, start, arg);
+    b->start = start;
+    b->arg = arg;
+    int rc = pthread_create(thread, attr, boot_thread, b);
+    if (rc != 0)
+        free(b);
+    else /* a scan names it while threading knows it */
+        st_stacks_maint_hurry(&stacks);
+    return rc;
+}
+
+/* The object that holds the interpreter's thread starts (libpython, or the
+ * executable it is linked into). */
+static int keep_interpreter(const struct dl_phdr_info *obj, void *arg)
+{
+    (void)arg;
+    return !st_got_runtime(obj) && st_got_holds(obj, (const void *)PyThread_start_new_thread);
+}
+
+/* Every other object but strata's and the runtimes'. */
+static int keep_others(const struct dl_phdr_info *obj, void *arg)
+{
+    return st_got_keep_others(obj, arg) && !keep_interpreter(obj, NULL);
 }
 
 /* Ends the maintenance thread (GIL held: released while it takes the GIL to
@@ -550,9 +679,12 @@ static int sampler_start(st_collector_t *c, st_session_t *s, st_msg_t *msg)
     sp.on = 1;
     s->stack_sampling = 1;
     static const st_got_redirect_t starts = {"pthread_create", NULL, (void *)w_pthread_create};
+    static const st_got_redirect_t py_starts = {"pthread_create", NULL,
+                                                (void *)w_pthread_create_py};
     atomic_store(&sp.threads_heard, 1);
     /* failing: the half-second scans find new threads */
-    st_got_redirect(&starts, 1, st_got_keep_others, (void *)w_pthread_create);
+    st_got_redirect(&starts, 1, keep_others, (void *)w_pthread_create);
+    st_got_redirect(&py_starts, 1, keep_interpreter, NULL);
     return 0;
 }
 

@@ -26,21 +26,31 @@ static PyObject *threading_thread(PyObject *threading, unsigned long ident)
     return t;
 }
 
+/* Whether Thread object t's attribute `attr` is the number v. */
+static int thread_attr_is(PyObject *t, const char *attr, unsigned long v)
+{
+    PyObject *id = PyObject_GetAttrString(t, attr);
+    int is = id && PyLong_Check(id) && PyLong_AsUnsignedLong(id) == v;
+    Py_XDECREF(id);
+    PyErr_Clear();
+    return is;
+}
+
 /* A thread that has ended, as threading still knows it: the Thread objects alive
- * are in threading._dangling (a WeakSet), ended ones keep their ident. One with that
- * ident (an ident may have been reused: then any of them), or NULL. */
-static PyObject *ended_thread(PyObject *threading, unsigned long ident)
+ * are in threading._dangling (a WeakSet), ended ones keep their ident and kernel
+ * id. One with that ident and, unless native_id is 0, that kernel id (an ident may
+ * have been reused: then any of them), or NULL. */
+static PyObject *ended_thread(PyObject *threading, unsigned long ident, unsigned long native_id)
 {
     PyObject *all = PyObject_GetAttrString(threading, "_dangling");
     PyObject *it = all ? PyObject_GetIter(all) : NULL, *t, *found = NULL;
     while (it && (t = PyIter_Next(it)) != NULL) {
-        PyObject *id = PyObject_GetAttrString(t, "ident");
-        if (id && PyLong_Check(id) && PyLong_AsUnsignedLong(id) == ident) {
+        if (thread_attr_is(t, "ident", ident) &&
+            (!native_id || thread_attr_is(t, "native_id", native_id))) {
             Py_XDECREF(found);
             found = t;
         } else
             Py_DECREF(t);
-        Py_XDECREF(id);
     }
     Py_XDECREF(it);
     Py_XDECREF(all);
@@ -50,6 +60,12 @@ static PyObject *ended_thread(PyObject *threading, unsigned long ident)
 
 int st_pythread_name(unsigned long ident, char *buf, size_t size)
 {
+    return st_pythread_name_native(ident, 0, buf, size);
+}
+
+int st_pythread_name_native(unsigned long ident, unsigned long native_id, char *buf,
+                            size_t size)
+{
     int found = 0;
     snprintf(buf, size, "Thread-%lu", ident);
     PyObject *et, *ev, *tb;
@@ -58,7 +74,7 @@ int st_pythread_name(unsigned long ident, char *buf, size_t size)
     if (threading) {
         t = threading_thread(threading, ident);
         if (!t)
-            t = ended_thread(threading, ident);
+            t = ended_thread(threading, ident, native_id);
     } else if (ident == st_py.main_ident) {
         /* A program that never imports threading (strata itself does not) has
          * no Thread objects: its main thread is named as threading would name

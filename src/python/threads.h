@@ -61,6 +61,10 @@ void st_pythread_new_session(void);
  * while the program still holds its Thread object included), or a made-up one,
  * "Thread-<ident>" (returns 0: threading does not know it, or not yet). */
 int st_pythread_name(unsigned long ident, char *buf, size_t size);
+/* The same for the thread of kernel id `native_id` too: an ended thread is known by
+ * both ids (threads that run one after another often get the same ident). */
+int st_pythread_name_native(unsigned long ident, unsigned long native_id, char *buf,
+                            size_t size);
 /* The threading module if the program imported it (a new reference; strata never
  * imports it), or NULL. */
 PyObject *st_pythread_threading(void);

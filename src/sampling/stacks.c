@@ -83,7 +83,7 @@ static uint64_t sampling_clock(const st_stacks_t *s, uint64_t tid)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-st_sthread_t *st_stacks_add(st_stacks_t *s, uint64_t tid, void *ctx)
+static st_sthread_t *add(st_stacks_t *s, uint64_t tid, void *ctx, uint32_t *epoch)
 {
     st_sthread_t *t = calloc(1, sizeof *t);
     if (!t)
@@ -112,6 +112,8 @@ st_sthread_t *st_stacks_add(st_stacks_t *s, uint64_t tid, void *ctx)
     /* kept even if not armed: its counters are read at the end */
     s->threads[n] = t;
     atomic_store(&s->nthreads, n + 1);
+    if (epoch)
+        *epoch = s->epoch;
     pthread_mutex_unlock(&s->lock);
     if (t->slot < 0)
         st_stacks_note(s, "a thread could not be sampled: %s", t->th ? msg.text : "out of memory");
@@ -120,14 +122,38 @@ st_sthread_t *st_stacks_add(st_stacks_t *s, uint64_t tid, void *ctx)
     return t;
 }
 
-void st_stacks_drop(st_stacks_t *s, st_sthread_t *t)
+st_sthread_t *st_stacks_add(st_stacks_t *s, uint64_t tid, void *ctx)
 {
-    pthread_mutex_lock(&s->lock);
+    return add(s, tid, ctx, NULL);
+}
+
+st_sthread_t *st_stacks_add_own(st_stacks_t *s, uint64_t tid, void *ctx, uint32_t *epoch)
+{
+    return add(s, tid, ctx, epoch);
+}
+
+/* Under the lock. */
+static void drop(st_stacks_t *s, st_sthread_t *t)
+{
     if (t->slot >= 0) {
         t->clock1 = sampling_clock(s, t->tid);
         st_sigsampler_disarm(&s->sig, t->slot);
         t->slot = -1;
     }
+}
+
+void st_stacks_drop(st_stacks_t *s, st_sthread_t *t)
+{
+    pthread_mutex_lock(&s->lock);
+    drop(s, t);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void st_stacks_drop_own(st_stacks_t *s, st_sthread_t *t, uint32_t epoch)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->on && s->epoch == epoch)
+        drop(s, t);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -333,6 +359,7 @@ int st_stacks_start(st_stacks_t *s, st_recorder_t *rec, uint32_t metric, int sig
     st_stacks_tasks_changed(s);
     pthread_mutex_lock(&s->lock);
     s->on = 1;
+    s->epoch++;
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -490,6 +517,8 @@ void st_stacks_summarise(st_stacks_t *s, st_model_stacks_t *st, uint64_t unnamed
             if (p > st->prate_max)
                 st->prate_max = p;
         }
+        if (t->clock1 > t->clock0)
+            st->promised += (t->clock1 - t->clock0) / s->sig.period_ns;
         st->signals += atomic_load(&t->signals);
         st->periods += atomic_load(&t->periods);
         st->unreadable += atomic_load(&t->failed);

@@ -128,6 +128,7 @@ struct st_stacks {
     st_stacks_tick_fn tick;
     void *tick_arg;
     int on;
+    uint32_t epoch;              /* starts of sampling so far (st_stacks_add_own) */
     /* the samples added up (maintenance thread; read at the end) */
     st_idtree_t *trees;          /* by the recorder's thread index */
     uint32_t ntrees;
@@ -156,6 +157,15 @@ st_sthread_t *st_stacks_add(st_stacks_t *s, uint64_t tid, void *ctx);
 /* Thread t ends (or is no longer to be sampled): its timer goes, its sampled
  * time ends now. Any thread; takes the lock. */
 void st_stacks_drop(st_stacks_t *s, st_sthread_t *t);
+
+/* st_stacks_add for a thread that drops itself when it ends, which may come after
+ * sampling stopped and its state was freed: *epoch says which start of sampling
+ * it belongs to, for st_stacks_drop_own. */
+st_sthread_t *st_stacks_add_own(st_stacks_t *s, uint64_t tid, void *ctx, uint32_t *epoch);
+/* Thread t, added by st_stacks_add_own in `epoch`, ends: dropped if sampling still
+ * runs in that epoch (otherwise st_stacks_stop ended its sampling, and t may be
+ * freed: it is not touched). Any thread; takes the lock. */
+void st_stacks_drop_own(st_stacks_t *s, st_sthread_t *t, uint32_t epoch);
 
 /* Deletes every armed timer (before an exec: see native/sampler.h);
  * st_stacks_resume arms them again (the exec failed). Any thread, not a handler. */

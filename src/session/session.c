@@ -878,6 +878,13 @@ static void print_samples(FILE *f, const st_session_t *s, const st_model_t *m, c
             (unsigned long long)st->signals, (unsigned long long)st->periods, 1e3 / st->freq,
             st->clock, (unsigned long long)st->threads, st->threads == 1 ? "" : "s",
             st->self_cpu_s * 1e3);
+    /* short of 99 % of the periods the threads' time stands for */
+    if (st->promised && (double)st->periods < 0.99 * (double)st->promised)
+        fprintf(f, "[strata] the threads' %s time stands for %llu periods; %llu (%.0f %%) were "
+                   "sampled: a CPU timer fires at the kernel's tick, and a thread that ends "
+                   "takes its last part period with it (many short threads lose most)\n",
+                st->clock, (unsigned long long)st->promised, (unsigned long long)st->periods,
+                100.0 * (double)st->periods / (double)st->promised);
     if (st->rated)
         fprintf(f, "[strata] effective rate per thread: %.0f to %.0f samples (%.0f to %.0f "
                    "periods) a second of %s time, in the %llu thread%s sampled for 0.1 s or "
