@@ -154,6 +154,7 @@ WORKLOADS = {
                      ("real", "test_json", "regrtest"), False),
     "pypi_tests": ("pypi_tests.py", "real: pytest, NetworkX's shortest paths",
                    ("pytest", "networkx"), False),
+    "threads": ("threads.py", "threaded: 64 threads of Python work", ("threaded", "64"), True),
     "startup": ("startup.py", "start-up: an empty script", ("empty",), True),
 }
 TOOLS = ["floor", "floor-tsc", "strata", "strata-cpu", "strata-trace", "excluded", "cProfile",

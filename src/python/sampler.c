@@ -49,6 +49,11 @@
 #define LINE_KEY(code, idx)                                                                \
     ((uintptr_t)(code) | (uintptr_t)((idx) < 0xffff ? (idx) : 0xffff) << LINE_SHIFT)
 
+/* A sampled thread's flags: threading named it; or it ended, armed at its start,
+ * and a scan tried to name it. */
+#define FLAG_NAMED 1u
+#define FLAG_TRIED 2u
+
 /* One sampled thread's own state (its st_sthread_t's ctx). */
 typedef struct {
     PyThreadState *tstate;       /* read and written with __atomic (the handler of a
@@ -318,16 +323,20 @@ static void scan_threads(void)
         if (ts != me)
             scan_thread(ts);
     /* threads that ended: their timers go (the states stay for the handler); one
-     * that ended before threading knew it when it was scanned is named now. A
-     * thread armed at its start drops itself (its state may not be made yet). */
+     * that ended before threading knew it when it was scanned is named now, while
+     * the program may still hold its Thread object. A thread armed at its start
+     * drops itself (its state may not be made yet, or not bound): it is named at
+     * the first scan after (once: FLAG_TRIED). */
     uint32_t n = atomic_load(&stacks.nthreads);
     for (uint32_t i = 0; i < n; i++) {
         st_sthread_t *t = stacks.threads[i];
-        if (t->slot >= 0 && t->seen != sp.scan && !((pythread_t *)t->ctx)->own) {
+        int own = ((pythread_t *)t->ctx)->own;
+        if (t->seen == sp.scan || (own && t->slot >= 0) || (!own && t->slot < 0))
+            continue;
+        if (!own)
             st_stacks_drop(&stacks, t);
-            if (!t->flags && t->th)
-                t->flags = name_thread(t);
-        }
+        if (!t->flags && t->th)
+            t->flags = name_thread(t) ? FLAG_NAMED : (uint32_t)(own ? FLAG_TRIED : 0);
     }
 }
 
