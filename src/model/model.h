@@ -41,8 +41,8 @@ typedef struct {
     uint64_t signals;           /* samples taken (timer signals handled) */
     uint64_t periods;           /* periods they stand for (1 + the timers' overruns) */
     uint64_t promised;          /* periods the threads' sampled time stands for at the
-                                 * rate asked (each thread's clock from its timer's
-                                 * start to the end, or to its own end): `periods`
+                                 * rate asked (their clocks from their timers' start to
+                                 * the end, or to their own end, together): `periods`
                                  * falls short by what no signal came for (a CPU timer
                                  * fires at the kernel's tick, and a thread's last
                                  * part period goes with it) */

@@ -158,6 +158,81 @@ static void test_sampler(void)
            (unsigned long long)st.lost, st.prate_min, st.prate_max);
 }
 
+/* Threads that arm themselves and drop themselves when they end
+ * (st_stacks_add_own, st_stacks_drop_own): two end while sampling runs; the last
+ * ends after sampling stopped, its state was freed and sampling started again,
+ * and must not touch the old state (the ASan and TSan builds run this). The
+ * summary's promised periods cover the periods taken. */
+static void sleep_s(double secs);
+
+typedef struct {
+    worker_t w;              /* the walk's ctx */
+    uint32_t epoch;
+    int late;
+    _Atomic int go;          /* the late one: end now */
+} own_worker_t;
+
+static void *own_work(void *arg)
+{
+    own_worker_t *o = arg;
+    o->w.t = st_stacks_add_own(&stacks, (uint64_t)st_sigsampler_gettid(), &o->w, &o->epoch);
+    atomic_store(&o->w.ready, 1);
+    if (!o->late) {
+        struct timespec t0, now;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+        do
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+        while ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 < 0.2);
+    }
+    while (o->late && !atomic_load(&o->go))
+        sleep_s(0.01);
+    st_stacks_drop_own(&stacks, o->w.t, o->epoch);
+    return NULL;
+}
+
+static void test_own_threads(void)
+{
+    st_recorder_t rec;
+    init_recorder(&rec, 16u << 20);
+    CHECK(st_addrtab_new(&table, 10) == 0);
+    st_msg_t msg;
+    CHECK(st_stacks_start(&stacks, &rec, rec.m_samples, 0, ST_SIGCLOCK_CPU, 1000.0, walk, &msg) ==
+          0);
+    own_worker_t o[3];
+    memset(o, 0, sizeof o);
+    o[2].late = 1;
+    for (int i = 0; i < 3; i++) {
+        o[i].w.index = i;
+        CHECK(pthread_create(&o[i].w.th, NULL, own_work, &o[i]) == 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(o[i].w.th, NULL);
+    for (int i = 0; i < 2; i++)
+        CHECK(o[i].w.t && o[i].w.t->slot == -1); /* dropped by itself */
+    while (!atomic_load(&o[2].w.ready))
+        sleep_s(0.001);
+    CHECK(o[2].w.t && o[2].w.t->slot >= 0);
+    st_stacks_stop(&stacks);
+    st_model_stacks_t st;
+    st_stacks_summarise(&stacks, &st, 0);
+    /* 0.2 s of CPU each at 1 kHz: the kernel's tick lets a few go */
+    CHECK(st.promised >= 350 && st.promised <= 450 && st.periods <= st.promised + 4);
+    CHECK(st.periods >= st.promised / 2);
+    st_stacks_end(&stacks); /* the late thread's state is freed */
+    st_rec_free(&rec);
+    init_recorder(&rec, 1u << 20);
+    CHECK(st_stacks_start(&stacks, &rec, rec.m_samples, 0, ST_SIGCLOCK_CPU, 1000.0, walk, &msg) ==
+          0);
+    atomic_store(&o[2].go, 1); /* ends in the next epoch: touches nothing */
+    pthread_join(o[2].w.th, NULL);
+    st_stacks_stop(&stacks);
+    st_stacks_end(&stacks);
+    st_addrtab_free(&table);
+    st_rec_free(&rec);
+    printf("own threads: %llu periods of %llu promised\n", (unsigned long long)st.periods,
+           (unsigned long long)st.promised);
+}
+
 /* Claims from several threads at once: one id per key, none lost. */
 static st_addrtab_t race;
 
@@ -261,6 +336,7 @@ int main(void)
 {
     test_addrtab_race();
     test_sampler();
+    test_own_threads();
     test_maint_pace();
     return st_check_report();
 }
