@@ -30,6 +30,25 @@ static int tsc_is_invariant(void)
 #endif
 }
 
+/* The ticks and the monotonic clock read together: the clock read between two
+ * reads of the ticks, the tightest of a few tries. Read one after the other, a
+ * preemption between the two reads would skew the ratio by its length over the
+ * window (a 136 us one, 0.7 % over a run of 20 ms: a test under ASan saw it). */
+static void read_pair(uint64_t *ticks, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = st_clock_ticks();
+        uint64_t n = st_clock_monotonic_ns();
+        uint64_t b = st_clock_ticks();
+        if (b - a < best) {
+            best = b - a;
+            *ticks = a + (b - a) / 2;
+            *ns = n;
+        }
+    }
+}
+
 void st_clock_init(const char *want)
 {
     st_clock_kind_ = ST_CLOCK_MONOTONIC;
@@ -43,8 +62,7 @@ void st_clock_init(const char *want)
 #endif
     struct timespec boot;
     clock_gettime(CLOCK_BOOTTIME, &boot);
-    calib_ns0 = st_clock_monotonic_ns();
-    calib_ticks0 = st_clock_ticks();
+    read_pair(&calib_ticks0, &calib_ns0);
     calib_boot0 = (uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec;
 }
 
@@ -56,15 +74,14 @@ double st_clock_ns_per_tick(void)
 {
     if (st_clock_kind_ != ST_CLOCK_TSC)
         return 1.0;
-    uint64_t ns = st_clock_monotonic_ns();
-    uint64_t ticks = st_clock_ticks();
+    uint64_t ns, ticks;
+    read_pair(&ticks, &ns);
     /* A window of 1 ms already gives the ratio to about 1e-5 (both clocks are read
      * to tens of nanoseconds); a shorter run waits for the rest of it. */
     while (ns - calib_ns0 < 1000000u) {
         struct timespec req = {0, 200000};
         nanosleep(&req, NULL);
-        ns = st_clock_monotonic_ns();
-        ticks = st_clock_ticks();
+        read_pair(&ticks, &ns);
     }
     if (ticks <= calib_ticks0)
         return 1.0;
