@@ -845,7 +845,7 @@ static PyObject *mark(PyObject *fn, uint8_t bit)
     if (!ci)
         return PyErr_NoMemory();
     ci->marks |= bit;
-    code_fast_update(ci, (PyCodeObject *)code);
+    code_hot_update(ci, (PyCodeObject *)code);
     if (ci->disabled && st_py.running)
         st_pybackend_refresh(); /* its events were switched off as unmarked */
     Py_RETURN_NONE;

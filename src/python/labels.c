@@ -294,7 +294,7 @@ __attribute__((noinline, cold)) codeinfo_t *st_pylabel_code_info(PyCodeObject *c
     ci->ever_kept |= ci->keep;
     ci->dynamic = (uint8_t)st_py.label_args;
     ci->gen = st_py.gen;
-    code_fast_update(ci, co);
+    code_hot_update(ci, co);
     /* --lines: chosen (its table is made at its first call, python/lines.h) */
     ci->lines = st_py.lines && ((ci->marks & MARK_PROFILE) || (st_py.lines_restrict && ci->keep));
     return ci;
@@ -314,7 +314,7 @@ __attribute__((noinline, cold)) uint32_t st_pylabel_resolve(codeinfo_t *ci, PyCo
         uint32_t id;
         if (intern_label(&b, loc, &id) == 0) {
             ci->label = id;
-            code_fast_update(ci, co);
+            code_hot_update(ci, co);
         }
         st_strbuf_free(&b);
     }

@@ -37,14 +37,20 @@ cfunc_entry_t *st_pylabel_cfunc(PyObject *fn);
  * labelled as 3.11 labels the bound PyCFunction it makes for that call. */
 cfunc_entry_t *st_pylabel_cmethod(const PyMethodDef *ml, PyObject *self);
 
-/* The code object's extra slot, read directly: CPython 3.11 to 3.15 keep them as
- * {Py_ssize_t size; void *extras[]} behind co_extra (the layout of
- * _PyCodeObjectExtra, unchanged since 3.6); this saves a call per event. */
-static inline codeinfo_t *stored_info(PyCodeObject *co)
+/* The code object's extra slot `index`, or NULL where its extras have none: read
+ * directly, CPython 3.11 to 3.15 keep them as {Py_ssize_t size; void *extras[]}
+ * behind co_extra (the layout of _PyCodeObjectExtra, unchanged since 3.6); this
+ * saves a call per event. */
+static inline void **extra_slot(PyCodeObject *co, Py_ssize_t index)
 {
     Py_ssize_t *extra = co->co_extra;
-    return extra && st_py.extra_index < extra[0] ? ((codeinfo_t **)(extra + 1))[st_py.extra_index]
-                                                 : NULL;
+    return extra && index < extra[0] ? (void **)(extra + 1) + index : NULL;
+}
+
+static inline codeinfo_t *stored_info(PyCodeObject *co)
+{
+    void **slot = extra_slot(co, st_py.extra_index);
+    return slot ? (codeinfo_t *)*slot : NULL;
 }
 
 /* The code's hot word, read on every call: gen << 32 | label while its calls are
@@ -56,22 +62,20 @@ static inline codeinfo_t *stored_info(PyCodeObject *co)
  * both. */
 static inline uint64_t stored_hot(PyCodeObject *co)
 {
-    Py_ssize_t *extra = co->co_extra;
-    return extra && st_py.hot_index < extra[0]
-               ? (uint64_t)((uintptr_t *)(extra + 1))[st_py.hot_index]
-               : 0;
+    void **slot = extra_slot(co, st_py.hot_index);
+    return slot ? (uint64_t)(uintptr_t)*slot : 0;
 }
 
 /* Sets co's hot word from ci's fields; after any of them changes. */
-static inline void code_fast_update(codeinfo_t *ci, PyCodeObject *co)
+static inline void code_hot_update(codeinfo_t *ci, PyCodeObject *co)
 {
     uint64_t hot = ci->keep && !ci->dynamic && ci->label != ST_PATH_NONE &&
                            !(ci->marks & MARK_NOPROFILE)
                        ? (uint64_t)ci->gen << 32 | ci->label
                        : 0;
-    Py_ssize_t *extra = co->co_extra;
-    if (extra && st_py.hot_index < extra[0])
-        ((uintptr_t *)(extra + 1))[st_py.hot_index] = (uintptr_t)hot;
+    void **slot = extra_slot(co, st_py.hot_index);
+    if (slot)
+        *slot = (void *)(uintptr_t)hot;
 }
 
 /* The code's information if it is of the current generation. */
