@@ -40,6 +40,13 @@ double st_clock_ns_per_tick(void);
  * (nanoseconds) read beside it: what turns ticks into time on a timeline. */
 void st_clock_base(uint64_t *ticks, uint64_t *mono_ns, uint64_t *boot_ns);
 
+/* Another clock read together with the ticks: read(arg) between two readings of
+ * the ticks, the tightest of five tries (a preemption between two reads one after
+ * the other would skew a ratio of the clocks by its length). *ticks gets the two
+ * readings' midpoint, *value read's; returns the half of their span (ticks). */
+double st_clock_pair(uint64_t (*read)(void *arg), void *arg, uint64_t *ticks,
+                     uint64_t *value);
+
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
 uint64_t st_clock_monotonic_ns(void);
 uint64_t st_clock_realtime_ns(void);

@@ -280,22 +280,16 @@ static void activity(void *arg, const st_cupti_activity_t *a)
     pthread_mutex_unlock(&g->lock);
 }
 
-/* strata's ticks and CUPTI's ns read together: the midpoint of two reads of
- * strata's clock around CUPTI's; *err gets half their span. */
+static uint64_t cupti_now(void *arg)
+{
+    return st_cupti_timestamp(&((st_gpu_t *)arg)->cupti);
+}
+
+/* strata's ticks and CUPTI's ns read together (st_clock_pair); *err gets the
+ * largest half span. */
 static void read_both(st_gpu_t *g, uint64_t *h, uint64_t *c, double *err)
 {
-    uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 5; i++) { /* the tightest of five */
-        uint64_t a = st_clock_ticks();
-        uint64_t t = st_cupti_timestamp(&g->cupti);
-        uint64_t b = st_clock_ticks();
-        if (b - a < best) {
-            best = b - a;
-            *h = a + (b - a) / 2;
-            *c = t;
-        }
-    }
-    double e = (double)best / 2.0;
+    double e = st_clock_pair(cupti_now, g, h, c);
     if (e > *err)
         *err = e;
 }
